@@ -1,0 +1,29 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+/// seedkit: portable seeds, a headless Synchro protocol 3 client and a reference server.
+/// Module layout and dependency direction: see ARCHITECTURE.md in the shared folder.
+let package = Package(
+    name: "seedkit",
+    products: [
+        .executable(name: "seedkit", targets: ["seedkit"]),
+        .library(name: "SynchroProtocol", targets: ["SynchroProtocol"]),
+    ],
+    targets: [
+        // System libraries from Debian packages (see `make deps`).
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+
+        .target(name: "SynchroProtocol", dependencies: ["CCrypto"]),
+        .executableTarget(name: "seedkit", dependencies: ["SynchroProtocol"]),
+        .executableTarget(name: "seedkit-bench", dependencies: ["SynchroProtocol", "CCrypto"], path: "Benchmarks/seedkit-bench"),
+
+        .target(name: "_SeedkitTestSupport", path: "Tests/_SeedkitTestSupport"),
+        .testTarget(name: "SynchroProtocolTests", dependencies: ["SynchroProtocol", "_SeedkitTestSupport"]),
+        .testTarget(name: "SeedkitCLITests", dependencies: ["SynchroProtocol", "_SeedkitTestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,37 @@
+import CCrypto
+
+/// Streaming SHA-256 over OpenSSL's implementation (the same code the benchmark baseline uses).
+public struct SHA256: ~Copyable {
+    private var context = SHA256_CTX()
+
+    public init() {
+        SHA256_Init(&context)
+    }
+
+    public mutating func update(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { update($0) }
+    }
+
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        SHA256_Update(&context, base, bytes.count)
+    }
+
+    public mutating func update(_ bytes: ArraySlice<UInt8>) {
+        bytes.withUnsafeBytes { update($0) }
+    }
+
+    /// The 32-octet digest; the hasher is consumed.
+    public consuming func finalize() -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: 32)
+        digest.withUnsafeMutableBufferPointer { _ = SHA256_Final($0.baseAddress, &context) }
+        return digest
+    }
+
+    /// SHA-256 of one buffer.
+    public static func hash(_ bytes: [UInt8]) -> [UInt8] {
+        var hasher = SHA256()
+        hasher.update(bytes)
+        return hasher.finalize()
+    }
+}

@@ -1,0 +1,2 @@
+import SynchroProtocol
+print(ECMAScriptNumber.format(1e21))
