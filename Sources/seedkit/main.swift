@@ -1,2 +1,3 @@
-import SynchroProtocol
-print(ECMAScriptNumber.format(1e21))
+import Foundation
+
+exit(CommandDispatcher.run(Array(CommandLine.arguments.dropFirst())).rawValue)

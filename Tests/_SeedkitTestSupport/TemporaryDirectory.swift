@@ -1,1 +1,29 @@
-public enum Placeholder {}
+import Foundation
+
+/// A fresh directory under the system temporary folder, removed when the value is released.
+public final class TemporaryDirectory: Sendable {
+    public let url: URL
+
+    public init(prefix: String = "seedkit-test") throws {
+        let name = "\(prefix)-\(UUID().uuidString.lowercased())"
+        url = FileManager.default.temporaryDirectory.appendingPathComponent(name, isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    /// The path of `name` inside the directory.
+    public func path(_ name: String) -> String {
+        url.appendingPathComponent(name).path
+    }
+
+    /// Writes `bytes` to `name` inside the directory and returns its path.
+    @discardableResult
+    public func write(_ name: String, _ bytes: [UInt8]) throws -> String {
+        let path = path(name)
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: url)
+    }
+}

@@ -1,0 +1,59 @@
+/// A subcommand's arguments split into positionals and `--name[=value]` options, checked against
+/// what the subcommand accepts, so every unknown or incomplete option is a usage error.
+struct Arguments {
+    var positionals: [String] = []
+    var flags: Set<String> = []
+    var values: [String: String] = [:]
+
+    /// A usage error: what was wrong with the command line.
+    struct UsageError: Error {
+        let message: String
+    }
+
+    /// Parses `words`; `flags` take no value, `valued` take one (`--name value` or `--name=value`).
+    init(_ words: [String], flags allowedFlags: Set<String> = [], valued: Set<String> = []) throws(UsageError) {
+        var i = 0
+        var onlyPositionals = false
+        while i < words.count {
+            let word = words[i]
+            i += 1
+            if onlyPositionals || !word.hasPrefix("--") || word == "-" {
+                positionals.append(word)
+                continue
+            }
+            if word == "--" {
+                onlyPositionals = true
+                continue
+            }
+            let body = word.dropFirst(2)
+            let name: String
+            var inlineValue: String?
+            if let equals = body.firstIndex(of: "=") {
+                name = String(body[..<equals])
+                inlineValue = String(body[body.index(after: equals)...])
+            } else {
+                name = String(body)
+            }
+            if allowedFlags.contains(name) {
+                guard inlineValue == nil else { throw UsageError(message: "option --\(name) takes no value") }
+                flags.insert(name)
+            } else if valued.contains(name) {
+                if let inlineValue {
+                    values[name] = inlineValue
+                } else {
+                    guard i < words.count else { throw UsageError(message: "option --\(name) needs a value") }
+                    values[name] = words[i]
+                    i += 1
+                }
+            } else {
+                throw UsageError(message: "unknown option --\(name)")
+            }
+        }
+    }
+
+    /// At most `max` positionals, else a usage error.
+    func requirePositionals(atMost max: Int, atLeast min: Int = 0) throws(UsageError) {
+        if positionals.count > max { throw UsageError(message: "unexpected argument \(positionals[max])") }
+        if positionals.count < min { throw UsageError(message: "missing argument") }
+    }
+}

@@ -1,0 +1,9 @@
+/// Exit statuses shared by every subcommand.
+enum ExitStatus: Int32 {
+    /// Everything checked passed.
+    case success = 0
+    /// The command ran and found failures (a vector failed, a check did not hold).
+    case checkFailed = 1
+    /// The invocation or its input is invalid: bad arguments, malformed JSON, a broken rule.
+    case invalidInput = 2
+}

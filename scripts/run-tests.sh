@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs the whole test suite and ends with the plain line `N passed, N failed`.
+# Exit status is the test run's own.
+set -uo pipefail
+
+out_dir=.build/test-results
+rm -rf "$out_dir"
+mkdir -p "$out_dir"
+
+swift test -Xswiftc -warnings-as-errors --xunit-output "$out_dir/xunit.xml" "$@"
+status=$?
+
+# The value of attribute $1 in the XML start tag $2 (0 when absent).
+attr() {
+    local v
+    v=$(printf '%s' "$2" | sed -n "s/.* $1=\"\([0-9]*\)\".*/\1/p")
+    echo "${v:-0}"
+}
+
+total=0
+failed=0
+found=0
+for report in "$out_dir"/xunit*.xml; do
+    [ -f "$report" ] || continue
+    found=1
+    while IFS= read -r line; do
+        total=$((total + $(attr tests "$line")))
+        failed=$((failed + $(attr failures "$line") + $(attr errors "$line")))
+    done < <(grep -o '<testsuite [^>]*>' "$report")
+done
+
+if [ "$found" -eq 0 ]; then
+    # No report means the run did not get as far as the tests (build failure or crash).
+    echo "0 passed, 1 failed"
+    exit $(( status == 0 ? 1 : status ))
+fi
+if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
+    failed=1
+fi
+echo "$((total - failed)) passed, $failed failed"
+exit "$status"
