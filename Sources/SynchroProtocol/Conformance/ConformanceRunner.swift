@@ -9,6 +9,8 @@ public enum ConformanceRunner {
         case rejected(rule: String)
         /// The vector's kind is not one this runner knows.
         case unsupportedKind
+        /// The vector's `input` lacks a member its kind needs (a broken vector, never a pass).
+        case malformedInput(String)
     }
 
     /// Runs every vector of `file` and checks the file's aggregate.
@@ -25,6 +27,8 @@ public enum ConformanceRunner {
         switch evaluation {
         case .unsupportedKind:
             return outcome(false, "unsupported kind \(vector.kind)")
+        case .malformedInput(let why):
+            return outcome(false, "malformed input: \(why)")
         case .rejected(let rule):
             return vector.valid ? outcome(false, "valid vector rejected: \(rule)") : outcome(true, "rejected: \(rule)")
         case .produced(let bytes, let digest):

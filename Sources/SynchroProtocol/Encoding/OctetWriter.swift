@@ -18,6 +18,19 @@ public struct OctetWriter: Sendable {
         bytes.append(0)
     }
 
+    /// Number of octets written so far; marks where a length prefix or a slice starts.
+    public var count: Int { bytes.count }
+
+    /// Empties the writer but keeps its storage, so a hot loop reuses one allocation.
+    public mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
+
+    /// Overwrites the 8 octets at `offset` with `u64be(v)`: fills a length prefix reserved before
+    /// the length of what follows was known.
+    public mutating func setU64BE(_ v: UInt64, at offset: Int) {
+        precondition(offset >= 0 && offset + 8 <= bytes.count, "length prefix outside the written octets")
+        for i in 0..<8 { bytes[offset + i] = UInt8(truncatingIfNeeded: v >> UInt64(56 - 8 * i)) }
+    }
+
     public mutating func append(_ byte: UInt8) { bytes.append(byte) }
     public mutating func append(_ octets: [UInt8]) { bytes.append(contentsOf: octets) }
 

@@ -1,7 +1,7 @@
 import CCrypto
 
 /// Streaming SHA-256 over OpenSSL's implementation (the same code the benchmark baseline uses).
-public struct SHA256: ~Copyable {
+public struct SHA256: ~Copyable, Sendable {
     private var context = SHA256_CTX()
 
     public init() {

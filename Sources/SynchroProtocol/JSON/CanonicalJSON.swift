@@ -32,8 +32,18 @@ public enum CanonicalJSON {
         String(decoding: try encode(value), as: UTF8.self)
     }
 
-    /// Appends the canonical UTF-8 octets of `value` to `out`.
+    /// Appends the canonical UTF-8 octets of `value` to `out`; on failure `out` is left as it was.
     public static func encode(_ value: JSONValue, into out: inout [UInt8]) throws(Failure) {
+        let originalCount = out.count
+        do throws(Failure) {
+            try appendValue(value, to: &out)
+        } catch {
+            out.removeSubrange(originalCount...)
+            throw error
+        }
+    }
+
+    private static func appendValue(_ value: JSONValue, to out: inout [UInt8]) throws(Failure) {
         switch value {
         case .null: append("null", to: &out)
         case .bool(let b): append(b ? "true" : "false", to: &out)
@@ -41,18 +51,22 @@ public enum CanonicalJSON {
         case .string(let s): try appendString(s, to: &out)
         case .array(let elements):
             out.append(UInt8(ascii: "["))
-            for (i, element) in elements.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                try encode(element, into: &out)
+            var first = true
+            for element in elements {
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                try appendValue(element, to: &out)
             }
             out.append(UInt8(ascii: "]"))
         case .object(let object):
             out.append(UInt8(ascii: "{"))
-            for (i, member) in sortedMembers(object).enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
+            var first = true
+            for member in sortedMembers(object) {
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
                 try appendString(member.key, to: &out)
                 out.append(UInt8(ascii: ":"))
-                try encode(member.value, into: &out)
+                try appendValue(member.value, to: &out)
             }
             out.append(UInt8(ascii: "}"))
         }
@@ -74,8 +88,8 @@ public enum CanonicalJSON {
             out.append(contentsOf: plain.utf8)
             return
         }
-        guard let canonical = number.canonicalLiteral else { throw .nonFiniteNumber }
-        out.append(contentsOf: canonical.utf8)
+        guard let value = number.doubleValue else { throw .nonFiniteNumber }
+        ECMAScriptNumber.append(value, to: &out)
     }
 
     /// An integer literal of at most 15 digits is exact in binary64 and prints as itself.
@@ -83,38 +97,29 @@ public enum CanonicalJSON {
     private static func plainIntegerText(_ number: JSONNumber) -> String? {
         let literal = number.literal
         let utf8 = literal.utf8
-        guard utf8.count <= 16 else { return nil }
-        var digits = 0
-        for (i, c) in utf8.enumerated() {
-            if c == UInt8(ascii: "-") && i == 0 { continue }
-            guard c &- 0x30 < 10 else { return nil }
-            digits += 1
-        }
-        guard digits <= 15 else { return nil }
+        let digitCount = utf8.first == UInt8(ascii: "-") ? utf8.count - 1 : utf8.count
+        guard digitCount <= 15, utf8.suffix(digitCount).allSatisfy({ $0 &- 0x30 < 10 }) else { return nil }
         return literal == "-0" ? "0" : literal
     }
 
-    /// Appends a string with JCS escaping (`"`, `\`, control characters; all else as UTF-8).
+    /// Appends a string with JCS escaping (`"`, `\`, control characters; all else as UTF-8); on
+    /// failure `out` is left as it was.
     public static func appendString(_ string: String, to out: inout [UInt8]) throws(Failure) {
+        let originalCount = out.count
         out.append(UInt8(ascii: "\""))
-        var utf8 = string.utf8
-        let handled: Void?? = utf8.withContiguousStorageIfAvailable { buffer in
-            appendEscaped(buffer, to: &out) ? () : nil
-        }
-        switch handled {
-        case .some(.some): break
-        case .some(.none): throw .noncharacter
-        case .none:
-            utf8 = string.utf8
-            guard appendEscaped(Array(utf8), to: &out) else { throw .noncharacter }
+        var string = string
+        let clean = string.withUTF8 { appendEscaped($0, to: &out) }
+        guard clean else {
+            out.removeSubrange(originalCount...)
+            throw .noncharacter
         }
         out.append(UInt8(ascii: "\""))
     }
 
-    private static func appendEscaped<Bytes: RandomAccessCollection>(_ bytes: Bytes, to out: inout [UInt8]) -> Bool
-    where Bytes.Element == UInt8, Bytes.Index == Int {
-        var i = bytes.startIndex
-        while i < bytes.endIndex {
+    /// False when the text holds a noncharacter.
+    private static func appendEscaped(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) -> Bool {
+        var i = 0
+        while i < bytes.count {
             let c = bytes[i]
             switch c {
             case UInt8(ascii: "\""): out.append(0x5C); out.append(0x22)
@@ -125,7 +130,7 @@ public enum CanonicalJSON {
             case 0x0C: out.append(0x5C); out.append(UInt8(ascii: "f"))
             case 0x0D: out.append(0x5C); out.append(UInt8(ascii: "r"))
             case 0x00..<0x20:
-                out.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30])
+                append("\\u00", to: &out)
                 out.append(hexDigit(c >> 4))
                 out.append(hexDigit(c & 0x0F))
             case 0xEF...0xF4:

@@ -35,6 +35,8 @@ public struct JSONLimits: Sendable, Equatable {
     /// Largest accepted document, in octets.
     public var maxBytes: Int
     /// Deepest accepted nesting of arrays and objects (the top-level container is depth 1).
+    /// The parser recurses once per level, so this also bounds its stack use: keep it in the
+    /// hundreds, not the hundreds of thousands.
     public var maxDepth: Int
 
     public init(maxBytes: Int = 64 * 1024 * 1024, maxDepth: Int = 128) {

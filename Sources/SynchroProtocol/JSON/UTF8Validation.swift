@@ -23,8 +23,10 @@ enum UTF8Validation {
             guard i + length <= n else { return i }
             let b1 = bytes[i + 1]
             guard b1 >= lower && b1 <= upper else { return i }
-            for k in 2..<max(length, 2) where k < length {
+            var k = 2
+            while k < length {
                 guard bytes[i + k] & 0xC0 == 0x80 else { return i }
+                k += 1
             }
             i += length
         }
