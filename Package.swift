@@ -18,11 +18,16 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
         .target(name: "SynchroProtocol", dependencies: ["CCrypto"]),
+        .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
+        .target(name: "SynchroHTTP", dependencies: ["CCurl"]),
+        .target(name: "SynchroServer", dependencies: ["SynchroProtocol", "SQLiteKit", "CMicroHTTPD", "CCrypto"]),
         .executableTarget(name: "seedkit", dependencies: ["SynchroProtocol"]),
         .executableTarget(name: "seedkit-bench", dependencies: ["SynchroProtocol", "CCrypto"], path: "Benchmarks/seedkit-bench"),
 
         .target(name: "_SeedkitTestSupport", path: "Tests/_SeedkitTestSupport"),
         .testTarget(name: "SynchroProtocolTests", dependencies: ["SynchroProtocol", "_SeedkitTestSupport"]),
+        .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "_SeedkitTestSupport"]),
+        .testTarget(name: "SynchroHTTPTests", dependencies: ["SynchroHTTP", "SynchroServer", "_SeedkitTestSupport"]),
         .testTarget(name: "SeedkitCLITests", dependencies: ["SynchroProtocol", "_SeedkitTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

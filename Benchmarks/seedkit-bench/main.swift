@@ -8,6 +8,7 @@ import Darwin
 enum BenchmarkRegistry {
     static let all: [Benchmark] = [
         .jsonParse,
+        .rowDigest,
     ]
 }
 

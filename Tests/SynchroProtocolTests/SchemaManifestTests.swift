@@ -62,6 +62,8 @@ struct SchemaManifestTests {
         let manifest = try IntegrityFixtures.manifest(IntegrityFixtures.notesManifest)
         #expect(manifest.canonicalBody == Array(IntegrityFixtures.notesCanonicalBody.utf8))
         #expect(manifest.canonicalBody.count == 1_404)
+        #expect(manifest.hashPreimage == Array("synchro:v3:schema-manifest:v1".utf8) + [0] + manifest.canonicalBody)
+        #expect(Hex.encode(SHA256.hash(manifest.hashPreimage)) == IntegrityFixtures.notesHash)
         #expect(manifest.schemaHash == IntegrityFixtures.notesHash)
         #expect(SchemaManifest.computeHash(canonicalBody: Array(IntegrityFixtures.notesCanonicalBody.utf8))
             == IntegrityFixtures.notesHash)

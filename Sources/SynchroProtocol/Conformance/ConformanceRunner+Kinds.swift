@@ -35,9 +35,7 @@ extension ConformanceRunner {
 
     private static func schemaManifest(_ input: VectorInput) throws(VectorInput.Problem) -> Evaluation {
         let manifest = try input.manifest()
-        var preimage = OctetWriter(domain: SchemaManifest.domain, capacity: manifest.canonicalBody.count + 32)
-        preimage.append(manifest.canonicalBody)
-        return .produced(bytes: preimage.bytes, digest: manifest.schemaHashOctets)
+        return .produced(bytes: manifest.hashPreimage, digest: manifest.schemaHashOctets)
     }
 
     private static func rowIdentity(_ input: VectorInput) throws(VectorInput.Problem) -> Evaluation {

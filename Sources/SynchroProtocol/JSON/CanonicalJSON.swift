@@ -11,6 +11,7 @@ public enum CanonicalJSON {
         /// A Unicode noncharacter (U+FDD0–U+FDEF, U+xxFFFE, U+xxFFFF), which I-JSON forbids.
         case noncharacter
 
+        /// The rule that was broken, never the value that broke it.
         public var description: String {
             switch self {
             case .nonFiniteNumber: "not I-JSON: a number is outside finite binary64"

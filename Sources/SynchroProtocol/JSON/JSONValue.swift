@@ -23,31 +23,37 @@ public enum JSONValue: Sendable, Hashable {
         }
     }
 
+    /// The string, when this is a string.
     public var stringValue: String? {
         if case .string(let s) = self { return s }
         return nil
     }
 
+    /// The object, when this is an object.
     public var objectValue: JSONObject? {
         if case .object(let o) = self { return o }
         return nil
     }
 
+    /// The elements, when this is an array.
     public var arrayValue: [JSONValue]? {
         if case .array(let a) = self { return a }
         return nil
     }
 
+    /// The number, when this is a number.
     public var numberValue: JSONNumber? {
         if case .number(let n) = self { return n }
         return nil
     }
 
+    /// The boolean, when this is `true` or `false`.
     public var boolValue: Bool? {
         if case .bool(let b) = self { return b }
         return nil
     }
 
+    /// True for `null`.
     public var isNull: Bool {
         if case .null = self { return true }
         return false
@@ -81,6 +87,7 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
         self.literal = ECMAScriptNumber.format(value)
     }
 
+    /// The literal exactly as written.
     public var description: String { literal }
 
     /// True when the literal has neither fraction nor exponent (`12`, `-3`, `-0`).
@@ -133,9 +140,12 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
 
 /// One member of a JSON object.
 public struct JSONMember: Sendable, Hashable {
+    /// The member name, unescaped.
     public let key: String
+    /// The member value.
     public let value: JSONValue
 
+    /// A member named `key` holding `value`.
     public init(_ key: String, _ value: JSONValue) {
         self.key = key
         self.value = value
@@ -144,6 +154,7 @@ public struct JSONMember: Sendable, Hashable {
 
 /// A JSON object with unique member names, in the order they were received or built.
 public struct JSONObject: Sendable, Hashable {
+    /// The members in received (or built) order.
     public let members: [JSONMember]
 
     /// Builds an object; the caller guarantees unique keys (the parser checks them on input).
@@ -151,13 +162,17 @@ public struct JSONObject: Sendable, Hashable {
         self.members = members
     }
 
+    /// Builds an object from a literal such as `["a": .null]`; keys must be unique.
     public init(_ pairs: KeyValuePairs<String, JSONValue>) {
         self.members = pairs.map { JSONMember($0.key, $0.value) }
     }
 
+    /// The number of members.
     public var count: Int { members.count }
+    /// The member names in order.
     public var keys: [String] { members.map(\.key) }
 
+    /// The value of the member whose name has exactly these Unicode scalars, if any.
     public subscript(key: String) -> JSONValue? {
         for m in members where m.key.exactlyEquals(key) { return m.value }
         return nil

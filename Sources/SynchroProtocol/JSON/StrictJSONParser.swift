@@ -5,8 +5,10 @@
 /// content, keeps every number's exact text, and enforces size and depth limits. Every failure
 /// is a ``JSONParseError`` with the rule and byte offset. See `spec/wire-protocol.md` §1.4, §2.1.
 public struct StrictJSONParser: Sendable {
+    /// The size and depth bounds enforced on every document.
     public var limits: JSONLimits
 
+    /// A parser enforcing `limits` (by default the protocol's 64 MiB and depth 128).
     public init(limits: JSONLimits = .protocolDefault) {
         self.limits = limits
     }

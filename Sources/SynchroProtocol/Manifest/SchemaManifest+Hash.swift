@@ -10,6 +10,16 @@ extension SchemaManifest {
         return Hex.encode(hasher.finalize())
     }
 
+    /// `SCHEMA_DOMAIN || canonicalBody`: the exact octets SHA-256 runs over.
+    public static func hashPreimage(canonicalBody: [UInt8]) -> [UInt8] {
+        var writer = OctetWriter(domain: domain, capacity: 32 + canonicalBody.count)
+        writer.append(canonicalBody)
+        return writer.bytes
+    }
+
+    /// `SCHEMA_DOMAIN || canonicalBody` of this manifest (what the conformance vectors list).
+    public var hashPreimage: [UInt8] { Self.hashPreimage(canonicalBody: canonicalBody) }
+
     /// The hash a manifest JSON value's body hashes to, whatever its declared `schema_hash` says
     /// and even when other manifest rules fail; throws only when the body cannot be sorted.
     public static func computeHash(json: JSONValue) throws(ManifestError) -> String {

@@ -1,0 +1,2 @@
+/// Placeholder until the first real file lands (removed by then).
+enum SQLiteKitModule {}
