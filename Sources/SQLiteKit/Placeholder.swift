@@ -1,2 +1,0 @@
-/// Placeholder until the first real file lands (removed by then).
-enum SQLiteKitModule {}
