@@ -24,10 +24,14 @@ let package = Package(
         .executableTarget(name: "seedkit", dependencies: ["SynchroProtocol"]),
         .executableTarget(name: "seedkit-bench", dependencies: ["SynchroProtocol", "CCrypto"], path: "Benchmarks/seedkit-bench"),
 
-        .target(name: "_SeedkitTestSupport", path: "Tests/_SeedkitTestSupport"),
+        .target(
+            name: "_SeedkitTestSupport", dependencies: ["SynchroServer", "SynchroHTTP", "SynchroProtocol"],
+            path: "Tests/_SeedkitTestSupport"),
         .testTarget(name: "SynchroProtocolTests", dependencies: ["SynchroProtocol", "_SeedkitTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "_SeedkitTestSupport"]),
         .testTarget(name: "SynchroHTTPTests", dependencies: ["SynchroHTTP", "SynchroServer", "_SeedkitTestSupport"]),
+        .testTarget(
+            name: "SynchroServerTests", dependencies: ["SynchroServer", "SynchroProtocol", "_SeedkitTestSupport"]),
         .testTarget(name: "SeedkitCLITests", dependencies: ["SynchroProtocol", "_SeedkitTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

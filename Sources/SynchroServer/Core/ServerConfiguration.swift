@@ -1,0 +1,47 @@
+import SynchroProtocol
+
+/// Everything a reference server instance is started with.
+public struct ServerConfiguration: Sendable {
+    /// The dataset served: manifest, scope declarations, generated rows.
+    public var dataset: Dataset
+    /// Replaces the row count of the dataset's overridable (large portable) table.
+    public var rowsOverride: Int?
+    /// The SQLite database file; created and loaded when absent.
+    public var databasePath: String
+    /// Bearer credentials: secret → user identity.
+    public var credentials: [String: String]
+    /// The operator credential for `/operator/…` routes; nil disables them.
+    public var operatorToken: String?
+    public var clock: any ServerClock
+    /// Connects with an `app_version` below this get 426 `upgrade_required`.
+    public var minimumClientVersion: SemanticVersion?
+    /// When accepted writes become pull-visible.
+    public var materialization: MaterializationMode
+    /// The `Retry-After` value sent on every 429 and 503, in seconds (upstream sends 5).
+    public var retryAfterSeconds: Int
+
+    public init(
+        dataset: Dataset, rowsOverride: Int? = nil, databasePath: String, credentials: [String: String],
+        operatorToken: String? = nil, clock: any ServerClock = SystemServerClock(),
+        minimumClientVersion: SemanticVersion? = nil, materialization: MaterializationMode = .immediate,
+        retryAfterSeconds: Int = 5
+    ) {
+        self.dataset = dataset
+        self.rowsOverride = rowsOverride
+        self.databasePath = databasePath
+        self.credentials = credentials
+        self.operatorToken = operatorToken
+        self.clock = clock
+        self.minimumClientVersion = minimumClientVersion
+        self.materialization = materialization
+        self.retryAfterSeconds = retryAfterSeconds
+    }
+}
+
+/// How the capture log becomes the pull-visible stream.
+public enum MaterializationMode: Sendable, Equatable {
+    /// Right after every committed write (still a separate step, so `capture_pending` exists).
+    case immediate
+    /// Only when ``SyncEngine/materialize()`` is called: tests schedule visibility exactly.
+    case manual
+}

@@ -1,0 +1,205 @@
+import Synchronization
+import SynchroProtocol
+
+/// The reference protocol 3 server behind HTTP: authentication, media type, strict JSON intake,
+/// dispatch to the endpoints, and the error envelope (`spec/wire-protocol.md` §1, §8).
+///
+/// All state lives in one SQLite store used under one lock: requests are serialized, which keeps
+/// every durable transition one transaction and every replay exact.
+public final class SyncEngine: HTTPHandler, Sendable {
+    let configuration: ServerConfiguration
+    let state: Mutex<EngineState>
+
+    public init(configuration: ServerConfiguration) throws {
+        self.configuration = configuration
+        let store = try ServerStore(
+            path: configuration.databasePath, dataset: configuration.dataset,
+            rowsOverride: configuration.rowsOverride, clock: configuration.clock)
+        state = Mutex(try EngineState(store: store))
+    }
+
+    /// The JSON body limit of push (`spec/wire-protocol.md` §9) and of the other routes.
+    static let pushBodyLimit = PushLimits.maxRequestBodyOctets
+    static let otherBodyLimit = 8 * 1024 * 1024
+
+    /// Turns every captured write into pull-visible stream entries now (tests use this with
+    /// `MaterializationMode.manual` to schedule visibility exactly).
+    public func materialize() {
+        state.withLock { Materializer.materializePending(state: &$0) }
+    }
+
+    public func handle(_ request: HTTPRequest) -> HTTPResponse {
+        switch (request.method, request.path) {
+        case ("GET", "/ready"): return .json(body: Array(#"{"ready":true}"#.utf8))
+        case ("GET", "/sync/schema"): return schemaResponse()
+        case ("POST", "/sync/connect"), ("POST", "/sync/push"), ("POST", "/sync/pull"), ("POST", "/sync/rebuild"):
+            return respond(protocolRoute(request))
+        case (_, "/ready"), (_, "/sync/schema"):
+            return methodNotAllowed("GET")
+        case (_, "/sync/connect"), (_, "/sync/push"), (_, "/sync/pull"), (_, "/sync/rebuild"):
+            return methodNotAllowed("POST")
+        default:
+            return respond(.failure(WireError(.invalidRequest, "unknown route")))
+        }
+    }
+
+    /// Runs one protocol route: the dispatch precedence of §8.4 up to the endpoint itself.
+    private func protocolRoute(_ request: HTTPRequest) -> Result<EndpointReply, WireError> {
+        guard let user = authenticate(request) else {
+            return .failure(WireError(.authRequired, "authentication required"))
+        }
+        guard Self.hasJSONContentType(request) else {
+            return .failure(.invalidRequest("content type must be application/json"))
+        }
+        let limit = request.path == "/sync/push" ? Self.pushBodyLimit : Self.otherBodyLimit
+        guard request.body.count <= limit else { return .failure(.invalidRequest("request body too large")) }
+        let body: JSONValue
+        do {
+            body = try StrictJSONParser(limits: JSONLimits(maxBytes: limit, maxDepth: 64)).parse(request.body)
+        } catch {
+            return .failure(.invalidRequest("malformed JSON: \(error.rule.rawValue)"))
+        }
+        guard case .object = body else { return .failure(.invalidRequest("request envelope must be an object")) }
+        return state.withLock { state in
+            let context = EndpointContext(
+                user: user, configuration: configuration, now: configuration.clock.nowMicroseconds(),
+                rawBody: request.body)
+            switch request.path {
+            case "/sync/connect": return ConnectEndpoint.handle(body, context: context, state: &state)
+            case "/sync/push":
+                let result = PushEndpoint.handle(body, context: context, state: &state)
+                if configuration.materialization == .immediate { Materializer.materializePending(state: &state) }
+                return result
+            case "/sync/pull": return PullEndpoint.handle(body, context: context, state: &state)
+            default: return RebuildEndpoint.handle(body, context: context, state: &state)
+            }
+        }
+    }
+
+    /// `Authorization: Bearer <credential>`, exactly one header, compared in constant time.
+    private func authenticate(_ request: HTTPRequest) -> String? {
+        guard request.headers.count(of: "Authorization") == 1, let value = request.headers.first("Authorization"),
+              value.hasPrefix("Bearer "), value.utf8.count > 7
+        else { return nil }
+        let presented = Array(value.utf8.dropFirst(7))
+        var user: String?
+        for (secret, candidate) in configuration.credentials where Self.constantTimeEqual(Array(secret.utf8), presented) {
+            user = candidate
+        }
+        return user
+    }
+
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for i in 0..<a.count { difference |= a[i] ^ b[i] }
+        return difference == 0
+    }
+
+    /// Exactly one `Content-Type` whose media type is `application/json` (case-insensitive),
+    /// parameters allowed when well formed (`spec/wire-protocol.md` §1.2).
+    static func hasJSONContentType(_ request: HTTPRequest) -> Bool {
+        guard request.headers.count(of: "Content-Type") == 1, let value = request.headers.first("Content-Type") else {
+            return false
+        }
+        let parts = value.split(separator: ";", omittingEmptySubsequences: false)
+        let mediaType = parts[0].trimmingCharacters(in: " \t").lowercased()
+        guard mediaType == "application/json" else { return false }
+        for parameter in parts.dropFirst() {
+            let pair = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard pair.count == 2, !pair[0].trimmingCharacters(in: " \t").isEmpty,
+                  !pair[1].trimmingCharacters(in: " \t").isEmpty
+            else { return false }
+        }
+        return true
+    }
+
+    private func schemaResponse() -> HTTPResponse {
+        let body: [UInt8]? = state.withLock { state in
+            try? state.store.db.cachedStatement("SELECT manifest FROM manifests ORDER BY version DESC LIMIT 1")
+                .scalar()?.blobValue
+        }
+        guard let body else { return respond(.failure(WireError(.syncIntegrityFailure, "sync operation failed"))) }
+        return .json(body: body)
+    }
+
+    private func methodNotAllowed(_ allowed: String) -> HTTPResponse {
+        var response = respond(.failure(WireError(.invalidRequest, "method not allowed")))
+        response.status = 405
+        response.headers.append(name: "Allow", value: allowed)
+        return response
+    }
+
+    /// The HTTP form of an endpoint result: the exact stored bytes for replays, the error envelope
+    /// with `Retry-After` on every 429 and 503 otherwise.
+    func respond(_ result: Result<EndpointReply, WireError>) -> HTTPResponse {
+        switch result {
+        case .success(let reply):
+            return .json(status: reply.status, body: reply.body)
+        case .failure(let error):
+            var headers: HTTPHeaders = []
+            if error.code.carriesRetryAfter {
+                headers.append(name: "Retry-After", value: String(configuration.retryAfterSeconds))
+            }
+            let body = (try? CanonicalJSON.encode(error.json)) ?? []
+            return .json(status: error.code.httpStatus, body: body, headers: headers)
+        }
+    }
+}
+
+/// What an endpoint answers on success: usually 200 and a body; a push replay carries its stored status.
+struct EndpointReply {
+    var status: Int = 200
+    var body: [UInt8]
+
+    init(status: Int = 200, body: [UInt8]) {
+        self.status = status
+        self.body = body
+    }
+
+    init(json: JSONValue) {
+        self.body = (try? CanonicalJSON.encode(json)) ?? []
+    }
+}
+
+/// Per-request facts every endpoint needs.
+struct EndpointContext {
+    let user: String
+    let configuration: ServerConfiguration
+    /// The request's instant, microseconds since the epoch.
+    let now: Int64
+    /// The exact request body (push measures and fingerprints need the octets as received).
+    let rawBody: [UInt8]
+
+    var serverTime: String { ProtocolTimestamp.format(microseconds: now) }
+}
+
+/// The mutable server state behind the engine's lock.
+struct EngineState {
+    let store: ServerStore
+    var manifest: SchemaManifest
+    /// Signs incremental cursors (`c3.` tokens).
+    let cursorSigner: TokenSigner
+    /// Signs rebuild continuations (`r3.` tokens), a different kind with a different key.
+    let continuationSigner: TokenSigner
+
+    init(store: ServerStore) throws {
+        self.store = store
+        manifest = try store.currentManifest()
+        cursorSigner = TokenSigner(
+            prefix: "c3", purpose: ServerKeyPurpose.pullCursor.rawValue,
+            key: try store.key(ServerKeyPurpose.pullCursor.rawValue))
+        continuationSigner = TokenSigner(
+            prefix: "r3", purpose: ServerKeyPurpose.rebuildContinuation.rawValue,
+            key: try store.key(ServerKeyPurpose.rebuildContinuation.rawValue))
+    }
+}
+
+extension Substring {
+    func trimmingCharacters(in set: String) -> String {
+        var s = self[...]
+        while let first = s.first, set.contains(first) { s = s.dropFirst() }
+        while let last = s.last, set.contains(last) { s = s.dropLast() }
+        return String(s)
+    }
+}

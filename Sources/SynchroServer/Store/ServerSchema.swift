@@ -1,0 +1,168 @@
+/// The reference server's SQLite layout. Source rows are stored generically (canonical row JSON
+/// keyed by row identity) so that any manifest is served without DDL per table.
+///
+/// Write path: a push or operator write changes `source_rows` and appends to `capture_log` in the
+/// same transaction. The materializer turns the log, in LSN order, into `projection` (the
+/// pull-visible row state with its digest), `membership` (scope → identity) and `stream` (the
+/// per-scope change feed). Pull and rebuild read only those three (`spec/integrity.md` §6.1).
+enum ServerSchema {
+    static let version: Int32 = 1
+
+    static let script = """
+        CREATE TABLE server_meta(
+            key TEXT PRIMARY KEY,
+            value BLOB NOT NULL
+        ) WITHOUT ROWID;
+
+        CREATE TABLE manifests(
+            version INTEGER PRIMARY KEY,
+            hash TEXT NOT NULL UNIQUE,
+            manifest BLOB NOT NULL,
+            transition_class TEXT NOT NULL,
+            affected_scopes TEXT NOT NULL DEFAULT '[]'
+        );
+
+        CREATE TABLE source_rows(
+            identity BLOB PRIMARY KEY,
+            table_id TEXT NOT NULL,
+            pk BLOB NOT NULL,
+            row BLOB,
+            server_version TEXT NOT NULL,
+            state INTEGER NOT NULL
+        ) WITHOUT ROWID;
+
+        CREATE TABLE capture_log(
+            lsn INTEGER PRIMARY KEY,
+            identity BLOB NOT NULL,
+            table_id TEXT NOT NULL,
+            pk BLOB NOT NULL,
+            row BLOB,
+            server_version TEXT NOT NULL,
+            state INTEGER NOT NULL
+        );
+
+        CREATE TABLE projection(
+            identity BLOB PRIMARY KEY,
+            table_id TEXT NOT NULL,
+            pk BLOB NOT NULL,
+            row BLOB,
+            server_version TEXT NOT NULL,
+            row_digest BLOB,
+            state INTEGER NOT NULL
+        ) WITHOUT ROWID;
+
+        CREATE TABLE membership(
+            scope_id TEXT NOT NULL,
+            identity BLOB NOT NULL,
+            PRIMARY KEY(scope_id, identity)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE stream(
+            position INTEGER PRIMARY KEY,
+            scope_id TEXT NOT NULL,
+            identity BLOB NOT NULL,
+            table_id TEXT NOT NULL,
+            pk BLOB NOT NULL,
+            op INTEGER NOT NULL,
+            row BLOB,
+            server_version TEXT NOT NULL,
+            row_digest BLOB
+        );
+        CREATE INDEX stream_by_scope_key ON stream(scope_id, identity, position);
+        CREATE INDEX stream_by_scope_position ON stream(scope_id, position);
+
+        CREATE TABLE client_bindings(
+            client_id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL
+        ) WITHOUT ROWID;
+
+        CREATE TABLE clients(
+            user_id TEXT NOT NULL,
+            client_id TEXT NOT NULL,
+            generation INTEGER NOT NULL,
+            schema_version INTEGER NOT NULL,
+            scope_set_version INTEGER NOT NULL,
+            assigned TEXT NOT NULL,
+            retired INTEGER NOT NULL DEFAULT 0,
+            accepted_write_epoch INTEGER NOT NULL DEFAULT 0,
+            pending_fence_lsn INTEGER NOT NULL DEFAULT 0,
+            last_activity_us INTEGER NOT NULL,
+            PRIMARY KEY(user_id, client_id)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE push_batches(
+            user_id TEXT NOT NULL,
+            client_id TEXT NOT NULL,
+            batch_id TEXT NOT NULL,
+            fingerprint BLOB NOT NULL,
+            status INTEGER NOT NULL,
+            body BLOB NOT NULL,
+            PRIMARY KEY(user_id, client_id, batch_id)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE push_mutations(
+            user_id TEXT NOT NULL,
+            client_id TEXT NOT NULL,
+            mutation_id TEXT NOT NULL,
+            fingerprint BLOB NOT NULL,
+            batch_id TEXT NOT NULL,
+            outcome BLOB NOT NULL,
+            atomic_rejected INTEGER NOT NULL,
+            PRIMARY KEY(user_id, client_id, mutation_id)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE rebuild_sessions(
+            session_id INTEGER PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            client_id TEXT NOT NULL,
+            rebuild_id TEXT NOT NULL,
+            scope_id TEXT NOT NULL,
+            schema_hash TEXT NOT NULL,
+            generation INTEGER NOT NULL,
+            accepted_write_epoch INTEGER NOT NULL,
+            boundary INTEGER NOT NULL,
+            page_limit INTEGER NOT NULL,
+            created_us INTEGER NOT NULL,
+            row_count INTEGER NOT NULL,
+            scope_digest BLOB NOT NULL,
+            UNIQUE(user_id, client_id, rebuild_id)
+        );
+
+        CREATE TABLE rebuild_rows(
+            session_id INTEGER NOT NULL,
+            ordinal INTEGER NOT NULL,
+            table_id TEXT NOT NULL,
+            pk BLOB NOT NULL,
+            row BLOB NOT NULL,
+            server_version TEXT NOT NULL,
+            row_digest BLOB NOT NULL,
+            PRIMARY KEY(session_id, ordinal)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE rebuild_pages(
+            session_id INTEGER NOT NULL,
+            request_ordinal INTEGER NOT NULL,
+            body BLOB NOT NULL,
+            PRIMARY KEY(session_id, request_ordinal)
+        ) WITHOUT ROWID;
+        """
+}
+
+/// Row states in `source_rows`, `capture_log` and `projection`.
+enum RowState: Int64, Sendable {
+    /// A live row.
+    case live = 0
+    /// A source tombstone: the row still exists with its deletion timestamp set.
+    case tombstone = 1
+    /// A fence-only delete: the row is gone; only its last version remains.
+    case fence = 2
+}
+
+/// Stream operations.
+enum StreamOperation: Int64, Sendable {
+    case upsert = 0
+    /// A delete carrying the tombstone row.
+    case deleteWithRow = 1
+    /// The row left the scope or was deleted; no row.
+    case delete = 2
+}

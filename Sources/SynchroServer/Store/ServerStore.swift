@@ -1,0 +1,161 @@
+import SQLiteKit
+import SynchroProtocol
+
+/// The reference server's embedded SQLite database: opening, schema, metadata counters and the
+/// initial load of a dataset. The store is used under the engine's lock only.
+final class ServerStore {
+    let db: Connection
+
+    /// Opens (creating and loading when new) the database at `path`.
+    init(path: String, dataset: Dataset, rowsOverride: Int?, clock: any ServerClock) throws {
+        db = try Connection(path: path)
+        try db.setBusyTimeout(milliseconds: 5000)
+        _ = try db.setJournalMode(.wal)
+        try db.setSynchronous(.normal)
+        if try db.userVersion() == 0 {
+            try db.transaction(kind: .immediate) {
+                try db.execute(ServerSchema.script)
+                try db.setUserVersion(ServerSchema.version)
+                try initialize(dataset: dataset, rowsOverride: rowsOverride, clock: clock)
+            }
+        } else if try db.userVersion() != ServerSchema.version {
+            throw ServerStoreError.unsupportedLayout(try db.userVersion())
+        }
+    }
+
+    // MARK: - Metadata
+
+    func meta(_ key: String) throws -> SQLiteValue? {
+        try db.cachedStatement("SELECT value FROM server_meta WHERE key = ?").scalar([.text(key)])
+    }
+
+    func metaInteger(_ key: String) throws -> Int64 {
+        try meta(key)?.integerValue ?? 0
+    }
+
+    func setMeta(_ key: String, _ value: SQLiteValue) throws {
+        try db.cachedStatement("INSERT OR REPLACE INTO server_meta(key, value) VALUES (?, ?)").run([.text(key), value])
+    }
+
+    /// Increments and returns a counter kept in `server_meta`.
+    func nextCounter(_ key: String) throws -> Int64 {
+        let next = try metaInteger(key) + 1
+        try setMeta(key, .integer(next))
+        return next
+    }
+
+    /// A new opaque server version (printable ASCII, at most 64 octets: `spec/wire-protocol.md` §2.8).
+    func nextServerVersion() throws -> String {
+        "v\(try nextCounter("version_counter"))"
+    }
+
+    /// The 32-octet HMAC key for `purpose`, created with the database so tokens survive restarts.
+    func key(_ purpose: String) throws -> [UInt8] {
+        guard let bytes = try meta("key:\(purpose)")?.blobValue, bytes.count == 32 else {
+            throw ServerStoreError.missingKey(purpose)
+        }
+        return bytes
+    }
+
+    // MARK: - Manifests
+
+    /// The active manifest (highest version).
+    func currentManifest() throws -> SchemaManifest {
+        guard let bytes = try db.cachedStatement("SELECT manifest FROM manifests ORDER BY version DESC LIMIT 1")
+            .scalar()?.blobValue
+        else { throw ServerStoreError.noManifest }
+        return try SchemaManifest(bytes: bytes)
+    }
+
+    /// A stored manifest by exact reference, or nil when the server never published it.
+    func manifest(_ reference: SchemaReference) throws -> (SchemaManifest, transitionClass: String)? {
+        let row = try db.cachedStatement("SELECT manifest, transition_class FROM manifests WHERE version = ? AND hash = ?")
+            .rows([.integer(reference.version), .text(reference.hash)]).first
+        guard let row, let bytes = row[0].blobValue, let transition = row[1].textValue else { return nil }
+        return (try SchemaManifest(bytes: bytes), transition)
+    }
+
+    func insertManifest(_ manifest: SchemaManifest, json: JSONValue, affectedScopes: [String]) throws {
+        let affected = try CanonicalJSON.encode(.array(affectedScopes.map(JSONValue.string)))
+        try db.cachedStatement(
+            "INSERT INTO manifests(version, hash, manifest, transition_class, affected_scopes) VALUES (?, ?, ?, ?, ?)"
+        ).run([
+            .integer(manifest.schemaVersion), .text(manifest.schemaHash), .blob(try CanonicalJSON.encode(json)),
+            .text(manifest.transitionClass.rawValue), .text(String(decoding: affected, as: UTF8.self)),
+        ])
+    }
+
+    // MARK: - Initial load
+
+    private func initialize(dataset: Dataset, rowsOverride: Int?, clock: any ServerClock) throws {
+        var random = SystemRandomNumberGenerator()
+        for purpose in ServerKeyPurpose.allCases {
+            let key = (0..<32).map { _ in UInt8.random(in: 0...255, using: &random) }
+            try setMeta("key:\(purpose.rawValue)", .blob(key))
+        }
+        for name in ["stream_generation", "membership_generation", "retention_generation", "registry_generation"] {
+            try setMeta(name, .integer(1))
+        }
+        try setMeta("created_us", .integer(clock.nowMicroseconds()))
+        var manifestJSON = dataset.manifestJSON
+        if case .object(let o) = manifestJSON, o["schema_hash"] == nil {
+            manifestJSON = .object(JSONObject(o.members + [JSONMember("schema_hash", .string(dataset.manifest.schemaHash))]))
+        }
+        try insertManifest(dataset.manifest, json: manifestJSON, affectedScopes: [])
+        try loadRows(dataset: dataset, rowsOverride: rowsOverride)
+    }
+
+    /// Loads every generated row as already materialized at the stream's generation start: rebuild
+    /// serves it; no stream entries are needed because every client starts with a rebuild.
+    private func loadRows(dataset: Dataset, rowsOverride: Int?) throws {
+        let generator = DatasetGenerator(dataset: dataset)
+        var digester = RowDigester(manifest: dataset.manifest)
+        let source = try db.prepare(
+            "INSERT INTO source_rows(identity, table_id, pk, row, server_version, state) VALUES (?, ?, ?, ?, ?, 0)")
+        let projection = try db.prepare("""
+            INSERT INTO projection(identity, table_id, pk, row, server_version, row_digest, state)
+            VALUES (?, ?, ?, ?, ?, ?, 0)
+            """)
+        let membership = try db.prepare("INSERT INTO membership(scope_id, identity) VALUES (?, ?)")
+        for table in dataset.manifest.tables {
+            for (pk, row) in try generator.rows(for: table.tableID, rowsOverride: rowsOverride) {
+                let version = try nextServerVersion()
+                let (identity, digest) = try digester.digest(
+                    tableID: table.tableID, primaryKey: pk, row: row, serverVersion: version)
+                let pkBytes = try CanonicalJSON.encode(pk)
+                let rowBytes = try CanonicalJSON.encode(row)
+                try source.run([.blob(identity.bytes), .text(table.tableID), .blob(pkBytes), .blob(rowBytes), .text(version)])
+                try projection.run([
+                    .blob(identity.bytes), .text(table.tableID), .blob(pkBytes), .blob(rowBytes), .text(version),
+                    .blob(digest),
+                ])
+                for scope in dataset.scopes(forTable: table.tableID, row: row) {
+                    try membership.run([.text(scope), .blob(identity.bytes)])
+                }
+            }
+        }
+    }
+}
+
+/// The independent HMAC keys of the server (`spec/integrity.md` §7.2: seed keys differ from cursor keys).
+enum ServerKeyPurpose: String, CaseIterable {
+    case pullCursor = "synchro:v3:pull-cursor:v1"
+    case rebuildContinuation = "synchro:v3:rebuild-continuation:v1"
+    case seedPage = "synchro:v3:seed-page:v1"
+    case seedContinuation = "synchro:v3:seed-continuation:v1"
+}
+
+/// Why the store cannot be used.
+enum ServerStoreError: Error, CustomStringConvertible {
+    case unsupportedLayout(Int32)
+    case missingKey(String)
+    case noManifest
+
+    var description: String {
+        switch self {
+        case .unsupportedLayout(let v): "the database has layout version \(v), this server expects \(ServerSchema.version)"
+        case .missingKey: "the database lacks a token key"
+        case .noManifest: "the database holds no manifest"
+        }
+    }
+}
