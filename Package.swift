@@ -21,7 +21,7 @@ let package = Package(
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
         .target(name: "SynchroHTTP", dependencies: ["CCurl"]),
         .target(name: "SynchroServer", dependencies: ["SynchroProtocol", "SQLiteKit", "CMicroHTTPD", "CCrypto"]),
-        .executableTarget(name: "seedkit", dependencies: ["SynchroProtocol"]),
+        .executableTarget(name: "seedkit", dependencies: ["SynchroProtocol", "SynchroServer"]),
         .executableTarget(name: "seedkit-bench", dependencies: ["SynchroProtocol", "CCrypto"], path: "Benchmarks/seedkit-bench"),
 
         .target(
@@ -32,7 +32,7 @@ let package = Package(
         .testTarget(name: "SynchroHTTPTests", dependencies: ["SynchroHTTP", "SynchroServer", "_SeedkitTestSupport"]),
         .testTarget(
             name: "SynchroServerTests", dependencies: ["SynchroServer", "SynchroProtocol", "_SeedkitTestSupport"]),
-        .testTarget(name: "SeedkitCLITests", dependencies: ["SynchroProtocol", "_SeedkitTestSupport"]),
+        .testTarget(name: "SeedkitCLITests", dependencies: ["SynchroProtocol", "SynchroHTTP", "_SeedkitTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -4,6 +4,8 @@ struct Arguments {
     var positionals: [String] = []
     var flags: Set<String> = []
     var values: [String: String] = [:]
+    /// Every value of each valued option, in order (for repeatable options such as `--token`).
+    var allValues: [String: [String]] = [:]
 
     /// A usage error: what was wrong with the command line.
     struct UsageError: Error {
@@ -38,13 +40,16 @@ struct Arguments {
                 guard inlineValue == nil else { throw UsageError(message: "option --\(name) takes no value") }
                 flags.insert(name)
             } else if valued.contains(name) {
+                let value: String
                 if let inlineValue {
-                    values[name] = inlineValue
+                    value = inlineValue
                 } else {
                     guard i < words.count else { throw UsageError(message: "option --\(name) needs a value") }
-                    values[name] = words[i]
+                    value = words[i]
                     i += 1
                 }
+                values[name] = value
+                allValues[name, default: []].append(value)
             } else {
                 throw UsageError(message: "unknown option --\(name)")
             }

@@ -9,6 +9,8 @@ enum CommandDispatcher {
           digest row [FILE]                   row identity and row checksum
           digest scope [FILE]                 scope checksum and cardinality
           digest push [FILE] --user ID        fingerprints and push-limit measures
+          serve --dataset DIR --token USER=SECRET [options]
+                                              run the reference protocol 3 server
           help                                this text
 
         JSON input comes from FILE or standard input; see docs/cli.md.
@@ -25,6 +27,7 @@ enum CommandDispatcher {
             switch command {
             case "conformance": return try ConformanceCommand.run(rest)
             case "digest": return try DigestCommand.run(rest)
+            case "serve": return try ServeCommand.run(rest)
             case "help", "--help", "-h":
                 Terminal.out(usage)
                 return .success

@@ -1,0 +1,116 @@
+import Foundation
+
+/// The three HTTP-date forms of RFC 9110 §5.6.7, parsed by hand: the grammar is fixed-width ASCII in
+/// English and GMT, which locale-dependent date formatters get wrong.
+enum HTTPDate {
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    private static let days = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+    private static let longDays = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+
+    private struct Fields {
+        var year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int
+    }
+
+    /// The instant `bytes` names, or `nil`. `now` resolves the two-digit years of the RFC 850 form.
+    static func parse(_ bytes: [UInt8], now: Date) -> Date? {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let fields = imfFixdate(text) ?? rfc850(text, now: now) ?? asctime(text), isValid(fields) else {
+            return nil
+        }
+        let days = daysFromCivil(year: fields.year, month: fields.month, day: fields.day)
+        let seconds = days * 86_400 + fields.hour * 3_600 + fields.minute * 60 + fields.second
+        return Date(timeIntervalSince1970: TimeInterval(seconds))
+    }
+
+    /// `Sun, 06 Nov 1994 08:49:37 GMT`
+    private static func imfFixdate(_ text: String) -> Fields? {
+        let parts = text.split(separator: " ", omittingEmptySubsequences: false)
+        guard parts.count == 6, parts[0].count == 4, parts[0].hasSuffix(","),
+            days.contains(String(parts[0].dropLast())),
+            parts[1].count == 2, let day = number(parts[1]), let month = month(parts[2]),
+            parts[3].count == 4, let year = number(parts[3]), parts[5] == "GMT", let time = time(parts[4])
+        else { return nil }
+        return Fields(year: year, month: month, day: day, hour: time.0, minute: time.1, second: time.2)
+    }
+
+    /// `Sunday, 06-Nov-94 08:49:37 GMT`
+    private static func rfc850(_ text: String, now: Date) -> Fields? {
+        let parts = text.split(separator: " ", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0].hasSuffix(","), longDays.contains(String(parts[0].dropLast())),
+            parts[3] == "GMT", let time = time(parts[2])
+        else { return nil }
+        let date = parts[1].split(separator: "-", omittingEmptySubsequences: false)
+        guard date.count == 3, date[0].count == 2, let day = number(date[0]), let month = month(date[1]),
+            date[2].count == 2, let shortYear = number(date[2])
+        else { return nil }
+        // RFC 9110: a two-digit year more than 50 years in the future is the latest past year with
+        // those digits.
+        let currentYear = civilYear(of: now)
+        var year = currentYear - currentYear % 100 + shortYear
+        if year > currentYear + 50 { year -= 100 }
+        return Fields(year: year, month: month, day: day, hour: time.0, minute: time.1, second: time.2)
+    }
+
+    /// `Sun Nov  6 08:49:37 1994`
+    private static func asctime(_ text: String) -> Fields? {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 24, bytes[3] == 0x20, bytes[7] == 0x20, bytes[10] == 0x20, bytes[19] == 0x20 else {
+            return nil
+        }
+        let slice = { (range: Range<Int>) in Substring(String(decoding: bytes[range], as: UTF8.self)) }
+        let dayText = bytes[8] == 0x20 ? slice(9..<10) : slice(8..<10)
+        guard days.contains(String(slice(0..<3))), let month = month(slice(4..<7)), let day = number(dayText),
+            let time = time(slice(11..<19)), let year = number(slice(20..<24))
+        else { return nil }
+        return Fields(year: year, month: month, day: day, hour: time.0, minute: time.1, second: time.2)
+    }
+
+    private static func month(_ text: Substring) -> Int? {
+        months.firstIndex(of: String(text)).map { $0 + 1 }
+    }
+
+    /// `HH:MM:SS`
+    private static func time(_ text: Substring) -> (Int, Int, Int)? {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts.allSatisfy({ $0.count == 2 }), let hour = number(parts[0]),
+            let minute = number(parts[1]), let second = number(parts[2])
+        else { return nil }
+        return (hour, minute, second)
+    }
+
+    private static func number(_ text: Substring) -> Int? {
+        guard !text.isEmpty, text.utf8.allSatisfy(isDigit) else { return nil }
+        return Int(text)
+    }
+
+    private static func isValid(_ fields: Fields) -> Bool {
+        let monthLengths = [31, isLeapYear(fields.year) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+        return (1...12).contains(fields.month) && (1...monthLengths[fields.month - 1]).contains(fields.day)
+            && fields.hour < 24 && fields.minute < 60 && fields.second <= 60
+    }
+
+    private static func isLeapYear(_ year: Int) -> Bool {
+        (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+    }
+
+    /// Days since 1970-01-01 in the proleptic Gregorian calendar (H. Hinnant's `days_from_civil`).
+    private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let shiftedYear = month <= 2 ? year - 1 : year
+        let era = (shiftedYear >= 0 ? shiftedYear : shiftedYear - 399) / 400
+        let yearOfEra = shiftedYear - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    /// The Gregorian year of `date` in UTC (inverse of `daysFromCivil`, year only).
+    private static func civilYear(of date: Date) -> Int {
+        let days = Int((date.timeIntervalSince1970 / 86_400).rounded(.down)) + 719_468
+        let era = (days >= 0 ? days : days - 146_096) / 146_097
+        let dayOfEra = days - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        return yearOfEra + era * 400 + (monthIndex >= 10 ? 1 : 0)
+    }
+}

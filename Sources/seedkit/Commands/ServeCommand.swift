@@ -1,0 +1,114 @@
+import Dispatch
+import Foundation
+import SynchroProtocol
+import SynchroServer
+
+/// `seedkit serve`: the reference protocol 3 server on loopback, until SIGINT or SIGTERM.
+///
+/// Secrets may come from the environment instead of the command line (where other users of the
+/// machine could read them): `SEEDKIT_TOKENS="alice=secret1,bob=secret2"` and
+/// `SEEDKIT_OPERATOR_TOKEN=secret`.
+enum ServeCommand {
+    static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
+        let arguments = try Arguments(
+            words, valued: ["dataset", "rows", "listen", "db", "token", "operator-token", "min-client-version"])
+        try arguments.requirePositionals(atMost: 0)
+        guard let datasetPath = arguments.values["dataset"] else {
+            throw Arguments.UsageError(message: "serve needs --dataset DIR")
+        }
+        let (host, port) = try listenAddress(arguments.values["listen"] ?? "127.0.0.1:0")
+        var rows: Int?
+        if let text = arguments.values["rows"] {
+            guard let n = Int(text), n >= 0 else { throw Arguments.UsageError(message: "--rows needs a count ≥ 0") }
+            rows = n
+        }
+        let environment = ProcessInfo.processInfo.environment
+        let credentials = try credentials(
+            (arguments.allValues["token"] ?? []) + (environment["SEEDKIT_TOKENS"].map(splitList) ?? []))
+        guard !credentials.isEmpty else {
+            throw Arguments.UsageError(message: "serve needs at least one --token USER=SECRET (or SEEDKIT_TOKENS)")
+        }
+        var minimum: SemanticVersion?
+        if let text = arguments.values["min-client-version"] {
+            guard let version = SemanticVersion(text) else {
+                throw Arguments.UsageError(message: "--min-client-version needs a SemVer version")
+            }
+            minimum = version
+        }
+
+        let dataset: Dataset
+        do {
+            dataset = try Dataset(directory: URL(fileURLWithPath: datasetPath))
+        } catch {
+            Terminal.err("seedkit: invalid dataset: \(error)\n")
+            return .invalidInput
+        }
+        let databasePath = arguments.values["db"]
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("seedkit-serve-\(UUID().uuidString).db").path
+        let configuration = ServerConfiguration(
+            dataset: dataset, rowsOverride: rows, databasePath: databasePath, credentials: credentials,
+            operatorToken: arguments.values["operator-token"] ?? environment["SEEDKIT_OPERATOR_TOKEN"],
+            minimumClientVersion: minimum)
+        return serve(configuration, host: host, port: port)
+    }
+
+    private static func serve(_ configuration: ServerConfiguration, host: String, port: UInt16) -> ExitStatus {
+        let engine: SyncEngine
+        do {
+            engine = try SyncEngine(configuration: configuration)
+        } catch {
+            Terminal.err("seedkit: cannot open the server database: \(error)\n")
+            return .checkFailed
+        }
+        let server = HTTPServer(handler: engine)
+        let bound: UInt16
+        do {
+            bound = try server.start(host: host, port: port)
+        } catch {
+            Terminal.err("seedkit: cannot listen on \(host):\(port): \(error)\n")
+            return .checkFailed
+        }
+        Terminal.out("listening on http://\(host):\(bound)\n")
+
+        let stop = DispatchSemaphore(value: 0)
+        var sources: [any DispatchSourceSignal] = []
+        for signalNumber in [SIGINT, SIGTERM] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler { stop.signal() }
+            source.resume()
+            sources.append(source)
+        }
+        stop.wait()
+        server.stop()
+        sources.forEach { $0.cancel() }
+        Terminal.err("seedkit: server stopped\n")
+        return .success
+    }
+
+    private static func listenAddress(_ text: String) throws(Arguments.UsageError) -> (String, UInt16) {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
+            throw Arguments.UsageError(message: "--listen needs HOST:PORT (port 0 picks a free port)")
+        }
+        return (String(text[..<colon]), port)
+    }
+
+    private static func splitList(_ text: String) -> [String] {
+        text.split(separator: ",").map { String($0) }
+    }
+
+    /// `USER=SECRET` pairs → secret → user. The secret is never echoed in errors.
+    private static func credentials(_ pairs: [String]) throws(Arguments.UsageError) -> [String: String] {
+        var result: [String: String] = [:]
+        for pair in pairs {
+            guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex,
+                  pair.index(after: equals) != pair.endIndex
+            else { throw Arguments.UsageError(message: "--token needs USER=SECRET") }
+            let user = String(pair[..<equals])
+            let secret = String(pair[pair.index(after: equals)...])
+            guard result[secret] == nil else { throw Arguments.UsageError(message: "two users share one secret") }
+            result[secret] = user
+        }
+        return result
+    }
+}

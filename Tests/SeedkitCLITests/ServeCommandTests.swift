@@ -1,0 +1,72 @@
+import Foundation
+import SynchroHTTP
+import SynchroProtocol
+import Testing
+import _SeedkitTestSupport
+
+/// `seedkit serve` run as a user runs it: first line, a real request, clean shutdown on SIGTERM.
+@Suite("seedkit serve")
+struct ServeCommandTests {
+    /// Reads standard output up to the first newline (blocking reads; no sleeps).
+    static func firstLine(of pipe: Pipe) -> String {
+        var bytes: [UInt8] = []
+        let handle = pipe.fileHandleForReading
+        while !bytes.contains(UInt8(ascii: "\n")) {
+            let chunk = handle.availableData
+            if chunk.isEmpty { break }
+            bytes += chunk
+        }
+        return String(decoding: bytes.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+    }
+
+    @Test("serve prints its address first, answers connect, and exits 0 on SIGTERM")
+    func serveAndStop() throws {
+        let directory = try TemporaryDirectory()
+        let process = Process()
+        process.executableURL = SeedkitProcess.executable
+        process.arguments = [
+            "serve", "--dataset", RepositoryLayout.root.appendingPathComponent("seeds/demo").path, "--rows", "50",
+            "--db", directory.path("server.db"), "--listen", "127.0.0.1:0", "--token", "alice=alice-secret",
+        ]
+        process.environment = ["SEEDKIT_TOKENS": "bob=bob-secret"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = Pipe()
+        try process.run()
+        let line = Self.firstLine(of: output)
+        let prefix = "listening on http://127.0.0.1:"
+        #expect(line.hasPrefix(prefix))
+        let transport = try CurlTransport(configuration: .init(baseURL: String(line.dropFirst("listening on ".count))))
+        let body = Array("""
+            {"client_id":"cli-1","platform":"linux","app_version":"1.0.0","protocol_version":3,\
+            "schema":{"version":0,"hash":""},"scope_set_version":0,"known_scopes":{}}
+            """.utf8)
+        for (secret, status) in [("alice-secret", 200), ("bob-secret", 200), ("nobody", 401)] {
+            var headers = TransportHeaders()
+            headers.append(name: "Authorization", value: "Bearer \(secret)")
+            headers.append(name: "Content-Type", value: "application/json")
+            let reply = try transport.send(TransportRequest(
+                method: .post, path: "/sync/connect", headers: headers,
+                body: secret == "bob-secret" ? Array(String(decoding: body, as: UTF8.self)
+                    .replacingOccurrences(of: "cli-1", with: "cli-2").utf8) : body))
+            #expect(reply.status == status)
+        }
+        process.terminate()
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 0)
+    }
+
+    @Test("serve refuses a missing dataset, a bad token and a bad listen address with status 2", arguments: [
+        ["serve", "--token", "a=b"],
+        ["serve", "--dataset", "seeds/demo"],
+        ["serve", "--dataset", "seeds/demo", "--token", "nouser"],
+        ["serve", "--dataset", "seeds/demo", "--token", "a=b", "--listen", "localhost"],
+        ["serve", "--dataset", "/nonexistent", "--token", "a=b"],
+    ])
+    func usage(arguments: [String]) throws {
+        let run = try SeedkitProcess.run(arguments)
+        #expect(run.status == 2)
+        #expect(!run.stderrText.contains("=b"))
+    }
+}
