@@ -9,13 +9,15 @@ import SynchroProtocol
 public final class SyncEngine: HTTPHandler, Sendable {
     let configuration: ServerConfiguration
     let state: Mutex<EngineState>
+    /// Request-level faults, kept apart from the store lock so scheduling never waits on a request.
+    let faults = Mutex(FaultPlan())
 
     public init(configuration: ServerConfiguration) throws {
         self.configuration = configuration
         let store = try ServerStore(
             path: configuration.databasePath, dataset: configuration.dataset,
             rowsOverride: configuration.rowsOverride, clock: configuration.clock)
-        state = Mutex(try EngineState(store: store))
+        state = Mutex(try EngineState(store: store, dataset: configuration.dataset))
     }
 
     /// The JSON body limit of push (`spec/wire-protocol.md` §9) and of the other routes.
@@ -33,7 +35,18 @@ public final class SyncEngine: HTTPHandler, Sendable {
         case ("GET", "/ready"): return .json(body: Array(#"{"ready":true}"#.utf8))
         case ("GET", "/sync/schema"): return schemaResponse()
         case ("POST", "/sync/connect"), ("POST", "/sync/push"), ("POST", "/sync/pull"), ("POST", "/sync/rebuild"):
-            return respond(protocolRoute(request))
+            let fault = faults.withLock { $0.next(for: request.path) }
+            if let status = fault.rejectStatus {
+                return respond(.failure(status == 503
+                    ? WireError(.temporaryUnavailable, "temporarily unavailable")
+                    : WireError(.retryLater, "retry later")))
+            }
+            let response = respond(protocolRoute(request))
+            return fault.loseResponse ? .dropConnection : response
+        case ("POST", "/operator/faults"):
+            return operatorFault(request)
+        case (_, "/operator/faults"):
+            return methodNotAllowed("POST")
         case (_, "/ready"), (_, "/sync/schema"):
             return methodNotAllowed("GET")
         case (_, "/sync/connect"), (_, "/sync/push"), (_, "/sync/pull"), (_, "/sync/rebuild"):
@@ -68,7 +81,9 @@ public final class SyncEngine: HTTPHandler, Sendable {
             case "/sync/connect": return ConnectEndpoint.handle(body, context: context, state: &state)
             case "/sync/push":
                 let result = PushEndpoint.handle(body, context: context, state: &state)
-                if configuration.materialization == .immediate { Materializer.materializePending(state: &state) }
+                if configuration.materialization == .immediate && !state.materializationPaused {
+                    Materializer.materializePending(state: &state)
+                }
                 return result
             case "/sync/pull": return PullEndpoint.handle(body, context: context, state: &state)
             default: return RebuildEndpoint.handle(body, context: context, state: &state)
@@ -112,6 +127,30 @@ public final class SyncEngine: HTTPHandler, Sendable {
             else { return false }
         }
         return true
+    }
+
+    /// `POST /operator/faults` with the operator credential: schedules one ``ServerFault``.
+    private func operatorFault(_ request: HTTPRequest) -> HTTPResponse {
+        guard isOperator(request) else { return respond(.failure(WireError(.authRequired, "authentication required"))) }
+        do {
+            let body = try StrictJSONParser(limits: JSONLimits(maxBytes: 65536, maxDepth: 8)).parse(request.body)
+            try inject(try Self.fault(from: body))
+            return .json(body: Array(#"{"ok":true}"#.utf8))
+        } catch let violation as ExactObjectReader.Violation {
+            return respond(.failure(.invalidRequest(violation.description)))
+        } catch let error as JSONParseError {
+            return respond(.failure(.invalidRequest("malformed JSON: \(error.rule.rawValue)")))
+        } catch {
+            return respond(.failure(WireError(.temporaryUnavailable, "operation failed")))
+        }
+    }
+
+    /// The operator credential, compared in constant time; operator routes are off without one.
+    func isOperator(_ request: HTTPRequest) -> Bool {
+        guard let token = configuration.operatorToken, request.headers.count(of: "Authorization") == 1,
+              let value = request.headers.first("Authorization"), value.hasPrefix("Bearer ")
+        else { return false }
+        return Self.constantTimeEqual(Array(token.utf8), Array(value.utf8.dropFirst(7)))
     }
 
     private func schemaResponse() -> HTTPResponse {
@@ -178,13 +217,23 @@ struct EndpointContext {
 struct EngineState {
     let store: ServerStore
     var manifest: SchemaManifest
+    /// Set by the `pause_materialization` fault: captured writes stay invisible to pull and rebuild.
+    var materializationPaused = false
     /// Signs incremental cursors (`c3.` tokens).
     let cursorSigner: TokenSigner
     /// Signs rebuild continuations (`r3.` tokens), a different kind with a different key.
     let continuationSigner: TokenSigner
+    /// The served dataset: its scope declarations decide which scopes a materialized row belongs to.
+    let dataset: Dataset
+    /// Terminal-page scope digests, reused until the scope's stream advances.
+    var scopeDigests = ScopeDigestCache()
+    /// Set while the materializer cannot get past a capture entry: clients waiting for their
+    /// writes get 503 `temporary_unavailable` with reason `capture_blocked`, not `capture_pending`.
+    var captureBlocked = false
 
-    init(store: ServerStore) throws {
+    init(store: ServerStore, dataset: Dataset) throws {
         self.store = store
+        self.dataset = dataset
         manifest = try store.currentManifest()
         cursorSigner = TokenSigner(
             prefix: "c3", purpose: ServerKeyPurpose.pullCursor.rawValue,

@@ -43,6 +43,13 @@ public struct HTTPResponse: Sendable, Hashable {
     public static let bodyTooLarge = jsonError(
         status: 400, code: "invalid_request", message: "request body too large", retryable: false)
 
+    /// Closes the connection without sending anything: fault injection uses it to lose a response
+    /// after the server committed its effect, as a network failure would.
+    public static let dropConnection = HTTPResponse(status: 0)
+
+    /// True for ``dropConnection``.
+    public var dropsConnection: Bool { status == 0 }
+
     /// Sent instead of a response the server cannot put on the wire (a status outside 100–599 or a
     /// header field with a control character), so a handler bug never leaves the client hanging.
     static let unsendable = jsonError(

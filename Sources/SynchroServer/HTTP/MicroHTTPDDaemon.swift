@@ -155,6 +155,8 @@ private func collectHeaders(_ connection: OpaquePointer) -> HTTPHeaders {
 }
 
 private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
+    // Refusing the request makes libmicrohttpd close the connection with nothing sent.
+    if response.dropsConnection { return .NO }
     guard let prepared = prepare(response) ?? prepare(.unsendable) else { return .NO }
     defer { MHD_destroy_response(prepared.response) }
     return MHD_queue_response(connection, prepared.status, prepared.response)

@@ -1,0 +1,128 @@
+import SQLiteKit
+import Synchronization
+import SynchroProtocol
+
+/// Faults a test (or an operator dry-running a pipeline) schedules on a running server, so that
+/// clients meet every failure the protocol defines without sleeps or real outages.
+public enum ServerFault: Sendable, Equatable {
+    /// Process the next `count` requests of `route` fully (commit included), then drop the
+    /// connection without a response, as a lost response would.
+    case loseResponse(route: String, count: Int)
+    /// Answer the next `count` requests of `route` with 429 `retry_later` (or 503
+    /// `temporary_unavailable` when `status` is 503) before any work, with `Retry-After`.
+    case rejectRequests(route: String, count: Int, status: Int)
+    /// Stop materializing captured writes: pulls and rebuilds of clients with accepted writes get
+    /// 503 `capture_pending` until ``resumeMaterialization``.
+    case pauseMaterialization
+    /// Materialize everything captured so far and continue after every write.
+    case resumeMaterialization
+    /// Every rebuild session of the server becomes older than 24 hours.
+    case expireRebuildSessions
+    /// The client's generation moves on: its next push, pull or rebuild gets 409
+    /// `client_generation_expired` and it must reconnect.
+    case expireClientGeneration(user: String, client: String)
+    /// The client is irreversibly retired: 409 `client_retired` from now on.
+    case retireClient(user: String, client: String)
+    /// The membership contract changes: every cursor becomes stale and its scope is rebuilt.
+    case changeMembership
+}
+
+/// The plan of pending request-level faults.
+struct FaultPlan {
+    var lose: [String: Int] = [:]
+    var reject: [String: (count: Int, status: Int)] = [:]
+
+    /// The fault to apply to the next request of `route`, consuming one occurrence.
+    mutating func next(for route: String) -> (rejectStatus: Int?, loseResponse: Bool) {
+        var rejectStatus: Int?
+        if let pending = reject[route], pending.count > 0 {
+            reject[route] = (pending.count - 1, pending.status)
+            rejectStatus = pending.status
+        }
+        var loseResponse = false
+        if rejectStatus == nil, let pending = lose[route], pending > 0 {
+            lose[route] = pending - 1
+            loseResponse = true
+        }
+        return (rejectStatus, loseResponse)
+    }
+}
+
+extension SyncEngine {
+    /// Schedules or applies `fault`.
+    public func inject(_ fault: ServerFault) throws {
+        switch fault {
+        case .loseResponse(let route, let count):
+            faults.withLock { $0.lose[route, default: 0] += count }
+        case .rejectRequests(let route, let count, let status):
+            faults.withLock { $0.reject[route] = (count, status == 503 ? 503 : 429) }
+        case .pauseMaterialization:
+            state.withLock { $0.materializationPaused = true }
+        case .resumeMaterialization:
+            state.withLock { state in
+                state.materializationPaused = false
+                Materializer.materializePending(state: &state)
+            }
+        case .expireRebuildSessions:
+            try state.withLock { state in
+                try state.store.db.run(
+                    "UPDATE rebuild_sessions SET created_us = ?",
+                    [.integer(configuration.clock.nowMicroseconds() - 24 * 3_600_000_000 - 1)])
+            }
+        case .expireClientGeneration(let user, let client):
+            try state.withLock { state in
+                try state.store.db.run(
+                    "UPDATE clients SET generation = generation + 1 WHERE user_id = ? AND client_id = ?",
+                    [.text(user), .text(client)])
+            }
+        case .retireClient(let user, let client):
+            try state.withLock { state in
+                try state.store.db.run(
+                    "UPDATE clients SET retired = 1 WHERE user_id = ? AND client_id = ?", [.text(user), .text(client)])
+            }
+        case .changeMembership:
+            try state.withLock { state in
+                _ = try state.store.nextCounter("membership_generation")
+            }
+        }
+    }
+
+    /// Parses the operator control body `{"fault": "<name>", …parameters}` (docs/server.md).
+    static func fault(from body: JSONValue) throws(ExactObjectReader.Violation) -> ServerFault {
+        guard case .object(let o) = body, case .string(let name)? = o["fault"] else {
+            throw .init("missing_member", "fault")
+        }
+        func reader(_ required: Set<String>) throws(ExactObjectReader.Violation) -> ExactObjectReader {
+            try ExactObjectReader(body, path: "", required: required.union(["fault"]))
+        }
+        switch name {
+        case "lose_response":
+            let r = try reader(["route", "count"])
+            return .loseResponse(route: try r.string("route"), count: Int(try r.integer("count", in: 1...1000)))
+        case "reject_requests":
+            let r = try reader(["route", "count", "status"])
+            let status = Int(try r.integer("status", in: 429...503))
+            guard status == 429 || status == 503 else { throw .init("invalid_status", "status") }
+            return .rejectRequests(route: try r.string("route"), count: Int(try r.integer("count", in: 1...1000)),
+                                   status: status)
+        case "pause_materialization": _ = try reader([]); return .pauseMaterialization
+        case "resume_materialization": _ = try reader([]); return .resumeMaterialization
+        case "expire_rebuild_sessions": _ = try reader([]); return .expireRebuildSessions
+        case "change_membership": _ = try reader([]); return .changeMembership
+        case "expire_client_generation", "retire_client":
+            let r = try reader(["user", "client_id"])
+            let user = try r.string("user"), client = try r.string("client_id")
+            return name == "retire_client"
+                ? .retireClient(user: user, client: client) : .expireClientGeneration(user: user, client: client)
+        default:
+            throw .init("unknown_fault", "fault")
+        }
+    }
+}
+
+extension SyncEngine {
+    /// The current manifest's hash (tests build schema references with it).
+    public var currentSchemaHashForTesting: String? {
+        state.withLock { $0.manifest.schemaHash }
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import SynchroHTTP
+import SynchroProtocol
+import SynchroServer
+import Testing
+import _SeedkitTestSupport
+
+/// Faults scheduled through the operator control route and the Swift API.
+@Suite("Fault injection")
+struct FaultInjectionTests {
+    static let connect = ConnectEndpointTests.freshBody()
+
+    func operatorPost(_ server: RunningServer, _ json: String, token: String = RunningServer.operatorToken) throws
+        -> RunningServer.Reply
+    {
+        try server.send("POST", "/operator/faults", body: Array(json.utf8), headers: [
+            ("Authorization", "Bearer \(token)"), ("Content-Type", "application/json"),
+        ])
+    }
+
+    @Test("rejected requests get 429 or 503 with Retry-After, then the route works again")
+    func rejectRequests() throws {
+        let server = try RunningServer()
+        let scheduled = try operatorPost(
+            server, #"{"fault":"reject_requests","route":"/sync/connect","count":2,"status":429}"#)
+        #expect(scheduled.status == 200)
+        for _ in 0..<2 {
+            let reply = try server.post("/sync/connect", Self.connect)
+            #expect(reply.status == 429)
+            #expect(reply.errorCode == "retry_later")
+            #expect(reply.object["error"]?.objectValue?["retryable"] == .bool(true))
+            #expect(reply.header("Retry-After") == "5")
+        }
+        #expect(try server.post("/sync/connect", Self.connect).status == 200)
+
+        try server.engine.inject(.rejectRequests(route: "/sync/connect", count: 1, status: 503))
+        let unavailable = try server.post("/sync/connect", Self.connect)
+        #expect(unavailable.status == 503)
+        #expect(unavailable.errorCode == "temporary_unavailable")
+        #expect(unavailable.header("Retry-After") == "5")
+    }
+
+    @Test("a lost response is committed on the server but never reaches the client")
+    func loseResponse() throws {
+        let server = try RunningServer()
+        try server.engine.inject(.loseResponse(route: "/sync/connect", count: 1))
+        #expect(throws: TransportError.self) { _ = try server.post("/sync/connect", Self.connect) }
+        // The registration was committed: the fresh sentinel is now refused for this identity.
+        let again = try server.post("/sync/connect", Self.connect)
+        #expect(again.errorCode == "invalid_schema_reference")
+    }
+
+    @Test("a retired client gets 409 client_retired on connect")
+    func retire() throws {
+        let server = try RunningServer()
+        #expect(try server.post("/sync/connect", Self.connect).status == 200)
+        let scheduled = try operatorPost(server, #"{"fault":"retire_client","user":"alice","client_id":"ios-1"}"#)
+        #expect(scheduled.status == 200)
+        let reply = try server.post("/sync/connect", try ConnectEndpointTests.continuingBody(
+            generation: 1, schema: .object(JSONObject([
+                JSONMember("version", .number(JSONNumber(1))),
+                JSONMember("hash", server.engine.currentSchemaHashForTesting.map(JSONValue.string) ?? .null),
+            ])), setVersion: 1))
+        #expect(reply.status == 409)
+        #expect(reply.errorCode == "client_retired")
+    }
+
+    @Test("an expired generation is renewed by connect with null cursor updates and a new generation")
+    func expireGeneration() throws {
+        let server = try RunningServer()
+        let first = try server.post("/sync/connect", Self.connect)
+        try server.engine.inject(.expireClientGeneration(user: "alice", client: "ios-1"))
+        let again = try server.post("/sync/connect", try ConnectEndpointTests.continuingBody(
+            generation: 1, schema: ConnectEndpointTests.reference(first), setVersion: 1))
+        #expect(again.status == 200)
+        #expect(again.object["client_generation"] == .number(JSONNumber(3)))
+        #expect(again.object["schema"]?.objectValue?["action"] == .string("none"))
+    }
+
+    @Test("the control route needs the operator credential and a known fault", arguments: [
+        (#"{"fault":"pause_materialization"}"#, "wrong", 401),
+        (#"{"fault":"teleport"}"#, RunningServer.operatorToken, 400),
+        (#"{"fault":"lose_response","route":"/sync/push"}"#, RunningServer.operatorToken, 400),
+        (#"{"fault":"reject_requests","route":"/sync/pull","count":1,"status":500}"#, RunningServer.operatorToken, 400),
+        (#"{"fault":"change_membership","extra":1}"#, RunningServer.operatorToken, 400),
+        ("not json", RunningServer.operatorToken, 400),
+    ])
+    func controlRoute(body: String, token: String, status: Int) throws {
+        let server = try RunningServer()
+        #expect(try operatorPost(server, body, token: token).status == status)
+    }
+}
