@@ -34,6 +34,9 @@ public struct OctetWriter: Sendable {
     public mutating func append(_ byte: UInt8) { bytes.append(byte) }
     public mutating func append(_ octets: [UInt8]) { bytes.append(contentsOf: octets) }
 
+    /// Appends octets held in unmanaged memory (a ``RawOctetWriter``'s, for example).
+    mutating func append(_ octets: UnsafeBufferPointer<UInt8>) { bytes.append(contentsOf: octets) }
+
     public mutating func appendU32BE(_ v: UInt32) {
         withUnsafeBytes(of: v.bigEndian) { bytes.append(contentsOf: $0) }
     }

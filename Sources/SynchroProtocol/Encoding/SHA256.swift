@@ -34,4 +34,18 @@ public struct SHA256: ~Copyable, Sendable {
         hasher.update(bytes)
         return hasher.finalize()
     }
+
+    /// SHA-256 of octets in unmanaged memory.
+    ///
+    /// Through the low-level context rather than OpenSSL 3's one-shot `SHA256()`: the one-shot
+    /// fetches the algorithm from the provider registry (a read-write lock round trip) per call.
+    static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+        var context = SHA256_CTX()
+        SHA256_Init(&context)
+        if let base = bytes.baseAddress { SHA256_Update(&context, base, bytes.count) }
+        return [UInt8](unsafeUninitializedCapacity: 32) { digest, initialized in
+            _ = SHA256_Final(digest.baseAddress, &context)
+            initialized = 32
+        }
+    }
 }

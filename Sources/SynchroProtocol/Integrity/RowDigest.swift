@@ -36,129 +36,272 @@ public struct RowDigest: Sendable, Equatable {
 /// Computes row digests for one manifest, reusing its buffers from row to row: the hot path of
 /// pull, rebuild, seed export and seed verification.
 ///
-/// The preimage is built in one writer, in place; the identity and body lengths are patched in
-/// after the fact, so no row allocates more than its returned identity and digest.
+/// The preimage is built in one buffer, in place; the identity and body lengths are patched in
+/// after the fact, so no row allocates more than its returned identity and digest. Values are
+/// checked by one-pass recognizers of canonical text and written straight into that buffer (see
+/// `PortableValue+FastPath.swift`); only a value they cannot vouch for takes the full check.
 public struct RowDigester: Sendable {
     /// The manifest that governs every row this digester sees.
     public let manifest: SchemaManifest
-    private var writer = OctetWriter(capacity: 512)
-    /// For each manifest field (in order), the index of the row member that holds it.
-    private var memberForField: [Int] = []
-    /// The table of the previous row, and the field position of each of that row's members in
-    /// member order: rows from one source repeat their member order, so most member lookups
-    /// become one ID comparison instead of a hash lookup.
-    private var lastTable: ManifestTable?
-    private var lastMemberOrder: [Int] = []
+    /// Working memory and per-table plans. Copies of a digester share it until one of them
+    /// digests: that one then finds it shared and makes its own (copy-on-write discipline).
+    private var state: RowDigestState
 
     /// A digester for rows of `manifest`.
     public init(manifest: SchemaManifest) {
         self.manifest = manifest
+        state = RowDigestState(manifest: manifest)
     }
 
     /// The row's identity and 32-octet digest.
     public mutating func digest(
         tableID: String, primaryKey: JSONValue, row: JSONValue, serverVersion: String
     ) throws(RowDigestError) -> (identity: RowIdentity, digest: [UInt8]) {
-        let table = try self.table(id: tableID)
-        let layout = try writePreimage(table: table, primaryKey: primaryKey, row: row, serverVersion: serverVersion)
-        let identity = RowIdentity(uncheckedBytes: Array(writer.bytes[layout.identity]))
-        return (identity, SHA256.hash(writer.bytes))
+        let state = ownedState()
+        let layout = try state.writePreimage(
+            tableID: tableID, primaryKey: primaryKey, row: row, serverVersion: serverVersion)
+        let identity = RowIdentity(uncheckedBytes: Array(state.preimage(layout.identity)))
+        return (identity, SHA256.hash(state.preimage(0..<layout.end)))
     }
 
     /// The full result, preimage and body included (for tools, vectors and diagnostics).
     public mutating func compute(
         tableID: String, primaryKey: JSONValue, row: JSONValue, serverVersion: String
     ) throws(RowDigestError) -> RowDigest {
-        let table = try self.table(id: tableID)
-        let layout = try writePreimage(table: table, primaryKey: primaryKey, row: row, serverVersion: serverVersion)
-        let preimage = writer.bytes
+        let state = ownedState()
+        let layout = try state.writePreimage(
+            tableID: tableID, primaryKey: primaryKey, row: row, serverVersion: serverVersion)
+        let preimage = Array(state.preimage(0..<layout.end))
         return RowDigest(
             identity: RowIdentity(uncheckedBytes: Array(preimage[layout.identity])),
             body: Array(preimage[layout.body]), preimage: preimage, digest: SHA256.hash(preimage))
     }
 
-    private mutating func table(id tableID: String) throws(RowDigestError) -> ManifestTable {
-        if let lastTable, lastTable.tableID.exactlyEquals(tableID) { return lastTable }
-        guard let table = manifest.table(id: tableID) else { throw .unknownTable(tableID: tableID) }
-        lastTable = table
-        lastMemberOrder.removeAll(keepingCapacity: true)
-        return table
+    /// The state, after making sure no other digester value shares it.
+    private mutating func ownedState() -> RowDigestState {
+        if !isKnownUniquelyReferenced(&state) { state = RowDigestState(manifest: manifest) }
+        return state
+    }
+}
+
+/// Where the identity and the body sit inside the preimage, and where it ends.
+struct RowDigestLayout {
+    var identity: Range<Int>
+    var body: Range<Int>
+    var end: Int
+}
+
+/// The mutable working memory of one ``RowDigester``: the preimage buffer and a plan per table.
+///
+/// `@unchecked Sendable` because it is mutated without locks: a digester touches it only after
+/// `isKnownUniquelyReferenced` showed that no other digester value holds it (the discipline of the
+/// standard library's copy-on-write collections), so no two threads ever use one instance.
+final class RowDigestState: @unchecked Sendable {
+    private let manifest: SchemaManifest
+    /// `ROW_DIGEST_DOMAIN || schema_hash_raw`: the constant start of every preimage.
+    private let head: [UInt8]
+    private var writer = RawOctetWriter(capacity: 1024)
+    /// The table of the previous row: rows mostly come table by table.
+    private var lastPlan: RowDigestPlan?
+    private var plans: [ExactStringKey: RowDigestPlan] = [:]
+
+    init(manifest: SchemaManifest) {
+        self.manifest = manifest
+        var head = OctetWriter(domain: RowDigest.domain, capacity: 64)
+        head.append(manifest.schemaHashOctets)
+        self.head = head.bytes
     }
 
-    /// Where the identity and the body sit inside the preimage.
-    private struct Layout {
-        var identity: Range<Int>
-        var body: Range<Int>
+    deinit {
+        writer.deallocate()
     }
 
-    private mutating func writePreimage(
-        table: ManifestTable, primaryKey: JSONValue, row: JSONValue, serverVersion: String
-    ) throws(RowDigestError) -> Layout {
-        writer.removeAll()
-        writer.appendDomain(RowDigest.domain)
-        writer.append(manifest.schemaHashOctets)
+    /// Octets of the last preimage written (valid until the next row).
+    func preimage(_ range: Range<Int>) -> UnsafeBufferPointer<UInt8> {
+        writer.octets(in: range)
+    }
 
-        let identityLengthAt = writer.count
-        writer.appendU64BE(0)
-        let identityStart = writer.count
-        try RowIdentity.append(table: table, primaryKey: primaryKey, into: &writer)
-        let identity = identityStart..<writer.count
-        let identityKey = (identityStart + table.identityPrefix.count)..<writer.count
-        writer.setU64BE(UInt64(identity.count), at: identityLengthAt)
+    /// Validates the row and writes its complete preimage into the buffer.
+    ///
+    /// Checks, in order: known table, valid key, row is an object, exact field set, valid typed
+    /// values in field order, key member encoding identically to `primaryKey`, nonempty version.
+    func writePreimage(
+        tableID: String, primaryKey: JSONValue, row: JSONValue, serverVersion: String
+    ) throws(RowDigestError) -> RowDigestLayout {
+        let plan = try self.plan(tableID: tableID)
+        // Work on a local copy of the writer (no class-property access per append); growth may
+        // move its memory, so it is stored back on every exit.
+        var w = writer
+        defer { writer = w }
+        w.truncate(to: 0)
+        w.append(head)
+
+        let identityLengthAt = w.count
+        w.appendU64BE(0)
+        let identityStart = w.count
+        w.append(plan.identityPrefix)
+        let identityKeyStart = w.count
+        do throws(PortableValueError) {
+            try PortableValue.append(primaryKey, spec: plan.primaryKeySpec, into: &w)
+        } catch {
+            throw .invalidPrimaryKey(error)
+        }
+        let identity = identityStart..<w.count
+        let identityKey = identityKeyStart..<w.count
+        w.setU64BE(UInt64(identity.count), at: identityLengthAt)
 
         guard case .object(let object) = row else { throw .rowNotAnObject }
-        try matchMembers(of: object, to: table)
-
-        let bodyLengthAt = writer.count
-        writer.appendU64BE(0)
-        let bodyStart = writer.count
-        writer.appendU32BE(UInt32(table.fields.count))
-        var rowKey = 0..<0
-        for (position, field) in table.fields.enumerated() {
-            writer.append(field.textPrefix)
-            let valueStart = writer.count
-            do throws(PortableValueError) {
-                let value = object.members[memberForField[position]].value
-                try PortableValue.append(value, spec: field.spec, into: &writer)
-            } catch {
-                throw .invalidValue(fieldID: field.fieldID, error)
-            }
-            if position == table.primaryKeyPosition { rowKey = valueStart..<writer.count }
+        let bodyLengthAt = w.count
+        w.appendU64BE(0)
+        let bodyStart = w.count
+        let rowKey = try object.members.withUnsafeBufferPointer { (members) throws(RowDigestError) -> Range<Int> in
+            try plan.matchMembers(members)
+            return try plan.appendBody(members, into: &w)
         }
-        let body = bodyStart..<writer.count
-        writer.setU64BE(UInt64(body.count), at: bodyLengthAt)
+        let body = bodyStart..<w.count
+        w.setU64BE(UInt64(body.count), at: bodyLengthAt)
 
-        guard writer.bytes[rowKey].elementsEqual(writer.bytes[identityKey]) else { throw .primaryKeyMismatch }
+        guard ByteRun.equal(w.octets(in: rowKey), w.octets(in: identityKey)) else { throw .primaryKeyMismatch }
         guard !serverVersion.utf8.isEmpty else { throw .emptyServerVersion }
-        writer.appendText(serverVersion)
-        return Layout(identity: identity, body: body)
+        w.appendText(serverVersion)
+        return RowDigestLayout(identity: identity, body: body, end: w.count)
     }
 
-    /// Maps every manifest field to the row member holding it, in one pass over the members.
-    private mutating func matchMembers(of object: JSONObject, to table: ManifestTable) throws(RowDigestError) {
+    private func plan(tableID: String) throws(RowDigestError) -> RowDigestPlan {
+        if let lastPlan, lastPlan.hasTableID(tableID) { return lastPlan }
+        let key = ExactStringKey(tableID)
+        if let plan = plans[key] {
+            lastPlan = plan
+            return plan
+        }
+        guard let table = manifest.table(id: tableID) else { throw .unknownTable(tableID: tableID) }
+        let plan = RowDigestPlan(table: table)
+        plans[key] = plan
+        lastPlan = plan
+        return plan
+    }
+}
+
+/// One manifest table laid out for the row loop: field specs, `text(field_id)` prefixes and the
+/// member-matching scratch in unmanaged memory, so the loop reads them without reference counting
+/// or copy-on-write checks.
+final class RowDigestPlan {
+    private let table: ManifestTable
+    private let tableIDOctets: [UInt8]
+    /// `ROW_ID_DOMAIN || text(table_id) || text(pk_field_id)`.
+    let identityPrefix: [UInt8]
+    let primaryKeySpec: FieldSpec
+    private let primaryKeyPosition: Int
+    private let fieldCount: Int
+    /// Field IDs in field order, for error reports only.
+    private let fieldIDs: [String]
+    private let specs: UnsafeMutablePointer<FieldSpec>
+    /// `text(field_id)` of every field back to back: field i's at `textStarts[i]..<textStarts[i + 1]`.
+    private let texts: UnsafeMutablePointer<UInt8>
+    private let textStarts: UnsafeMutablePointer<Int>
+    /// For each field, the index of the row member holding it (-1 while unmatched).
+    private let memberForField: UnsafeMutablePointer<Int>
+    /// For each member index below the field count, the field position that member had in the
+    /// previous row (-1 if none): rows from one source repeat their member order, so most member
+    /// lookups become one octet comparison instead of a hash lookup.
+    private let memberOrder: UnsafeMutablePointer<Int>
+
+    init(table: ManifestTable) {
+        self.table = table
+        tableIDOctets = Array(table.tableID.utf8)
+        identityPrefix = table.identityPrefix
+        primaryKeySpec = table.primaryKeyField.spec
+        primaryKeyPosition = table.primaryKeyPosition
         let fields = table.fields
-        memberForField.removeAll(keepingCapacity: true)
-        memberForField.append(contentsOf: repeatElement(-1, count: fields.count))
-        for (index, member) in object.members.enumerated() {
-            let position: Int
-            if index < lastMemberOrder.count && fields[lastMemberOrder[index]].fieldID.exactlyEquals(member.key) {
-                position = lastMemberOrder[index]
-            } else {
-                guard let found = table.fieldPositions[ExactStringKey(member.key)] else {
-                    throw .unknownField(fieldID: member.key)
+        fieldCount = fields.count
+        fieldIDs = fields.map(\.fieldID)
+        specs = .allocate(capacity: fields.count)
+        specs.initialize(from: fields.map(\.spec), count: fields.count)
+        let allTexts = fields.flatMap(\.textPrefix)
+        texts = .allocate(capacity: Swift.max(allTexts.count, 1))
+        texts.initialize(from: allTexts, count: allTexts.count)
+        textStarts = .allocate(capacity: fields.count + 1)
+        var start = 0
+        for (i, field) in fields.enumerated() {
+            textStarts[i] = start
+            start += field.textPrefix.count
+        }
+        textStarts[fields.count] = start
+        memberForField = .allocate(capacity: fields.count)
+        memberForField.initialize(repeating: -1, count: fields.count)
+        memberOrder = .allocate(capacity: fields.count)
+        memberOrder.initialize(repeating: -1, count: fields.count)
+    }
+
+    deinit {
+        specs.deinitialize(count: fieldCount)
+        specs.deallocate()
+        texts.deallocate()
+        textStarts.deallocate()
+        memberForField.deallocate()
+        memberOrder.deallocate()
+    }
+
+    /// Whether `tableID` is this plan's table ID, octet for octet.
+    func hasTableID(_ tableID: String) -> Bool {
+        tableIDOctets.withUnsafeBufferPointer { mine in
+            tableID.utf8.withContiguousStorageIfAvailable { ByteRun.equal(mine, $0) }
+                ?? tableID.utf8.elementsEqual(mine)
+        }
+    }
+
+    /// The octets of `text(field_id)` of the field at `position`.
+    @inline(__always)
+    private func text(_ position: Int) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(start: texts + textStarts[position], count: textStarts[position + 1] - textStarts[position])
+    }
+
+    /// Whether `key` is the ID of the field at `position` (the ID follows the 8-octet length).
+    @inline(__always)
+    private func key(_ key: String, isFieldAt position: Int) -> Bool {
+        let id = UnsafeBufferPointer(rebasing: text(position).dropFirst(8))
+        return key.utf8.withContiguousStorageIfAvailable { ByteRun.equal(id, $0) } ?? false
+    }
+
+    /// Maps every field to the row member holding it, in one pass over the members; throws for
+    /// the first unknown or repeated member (in member order), then for the first missing field.
+    func matchMembers(_ members: UnsafeBufferPointer<JSONMember>) throws(RowDigestError) {
+        memberForField.update(repeating: -1, count: fieldCount)
+        for index in members.indices {
+            let key = members[index].key
+            var position = index < fieldCount ? memberOrder[index] : -1
+            if position < 0 || !self.key(key, isFieldAt: position) {
+                guard let found = table.fieldPositions[ExactStringKey(key)] else {
+                    throw .unknownField(fieldID: key)
                 }
                 position = found
-                if index < lastMemberOrder.count {
-                    lastMemberOrder[index] = found
-                } else {
-                    lastMemberOrder.append(found)
-                }
+                if index < fieldCount { memberOrder[index] = found }
             }
-            guard memberForField[position] < 0 else { throw .duplicateField(fieldID: member.key) }
+            guard memberForField[position] < 0 else { throw .duplicateField(fieldID: key) }
             memberForField[position] = index
         }
-        if let missing = memberForField.firstIndex(where: { $0 < 0 }) {
-            throw .missingField(fieldID: fields[missing].fieldID)
+        for position in 0..<fieldCount where memberForField[position] < 0 {
+            throw .missingField(fieldID: fieldIDs[position])
         }
+    }
+
+    /// `u32be(field_count) || text(field_id) || typed(value)` for every field in ID order, after
+    /// ``matchMembers(_:)``; returns where the key field's typed value was written.
+    func appendBody(
+        _ members: UnsafeBufferPointer<JSONMember>, into w: inout RawOctetWriter
+    ) throws(RowDigestError) -> Range<Int> {
+        w.appendU32BE(UInt32(fieldCount))
+        var rowKey = 0..<0
+        for position in 0..<fieldCount {
+            w.append(text(position))
+            let valueStart = w.count
+            do throws(PortableValueError) {
+                try PortableValue.append(members[memberForField[position]].value, spec: specs[position], into: &w)
+            } catch {
+                throw .invalidValue(fieldID: fieldIDs[position], error)
+            }
+            if position == primaryKeyPosition { rowKey = valueStart..<w.count }
+        }
+        return rowKey
     }
 }

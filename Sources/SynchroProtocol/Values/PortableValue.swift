@@ -14,21 +14,11 @@ public enum PortableValue {
     public static func append(
         _ value: JSONValue, spec: FieldSpec, into writer: inout OctetWriter
     ) throws(PortableValueError) {
-        let payload = try validatedPayload(value, spec: spec)
-        writer.append(spec.type.tag)
-        guard let payload else {
-            writer.append(0x00)
-            return
-        }
-        writer.append(0x01)
-        switch payload {
-        case .text(let text): writer.appendText(text)
-        case .octets(let octets): writer.appendBlob(octets)
-        case .int32(let v): writer.appendI32BE(v)
-        case .int64(let v): writer.appendI64BE(v)
-        case .binary64(let bits): writer.appendU64BE(bits)
-        case .boolean(let flag): writer.append(flag ? 0x01 : 0x00)
-        }
+        // One encoder for every caller: the row digest's, which writes into unmanaged memory.
+        var raw = RawOctetWriter(capacity: 64)
+        defer { raw.deallocate() }
+        try append(value, spec: spec, into: &raw)
+        writer.append(raw.octets)
     }
 
     /// Checks `value` against `spec` without encoding it.
@@ -205,20 +195,31 @@ public enum PortableValue {
 
     /// Noncharacter scan over UTF-8: only lead octets ≥ 0xEF can start one, so most text is skipped.
     static func containsNoncharacter(_ text: String) -> Bool {
-        let scanned = text.utf8.withContiguousStorageIfAvailable { buffer -> Bool in
-            var i = 0
-            while i < buffer.count {
-                if buffer[i] >= 0xEF && isNoncharacter(buffer, at: i) { return true }
-                i += 1
-            }
-            return false
-        }
+        let scanned = text.utf8.withContiguousStorageIfAvailable { containsNoncharacter($0) }
         return scanned ?? Unicode.containsNoncharacter(text)
+    }
+
+    /// ``containsNoncharacter(_:)-(String)`` over valid UTF-8 octets; words of ASCII are skipped
+    /// eight octets at a time.
+    static func containsNoncharacter(_ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = buffer.baseAddress else { return false }
+        let raw = UnsafeRawPointer(base)
+        let count = buffer.count
+        var i = 0
+        while i &+ 8 <= count {
+            if raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { break }
+            i &+= 8
+        }
+        while i < count {
+            if buffer[i] >= 0xEF && isNoncharacter(buffer, at: i) { return true }
+            i &+= 1
+        }
+        return false
     }
 
     /// U+FDD0–U+FDEF (`EF B7 90`–`EF B7 AF`) or a code point ending in FFFE/FFFF, in valid UTF-8.
     @inline(__always)
-    private static func isNoncharacter(_ b: UnsafeBufferPointer<UInt8>, at i: Int) -> Bool {
+    static func isNoncharacter(_ b: UnsafeBufferPointer<UInt8>, at i: Int) -> Bool {
         if b[i] == 0xEF {
             guard i + 2 < b.count else { return false }
             if b[i + 1] == 0xB7 { return (0x90...0xAF).contains(b[i + 2]) }
@@ -239,29 +240,46 @@ enum CanonicalInteger {
 
     /// Grammar first, range second, so `"0123456789012345678901"` is a syntax error.
     static func parse(_ text: String) -> Parsed {
-        var iterator = text.utf8.makeIterator()
-        guard var c = iterator.next() else { return .notCanonical }
-        let negative = c == UInt8(ascii: "-")
-        if negative {
-            guard let next = iterator.next() else { return .notCanonical }
-            c = next
-        }
+        if let parsed = text.utf8.withContiguousStorageIfAvailable({ parse($0) }) { return parsed }
+        return Array(text.utf8).withUnsafeBufferPointer { parse($0) }
+    }
+
+    /// ``parse(_:)-(String)`` over the octets of the text.
+    static func parse(_ u: UnsafeBufferPointer<UInt8>) -> Parsed {
+        let n = u.count
+        guard n > 0 else { return .notCanonical }
+        let negative = u[0] == UInt8(ascii: "-")
+        var i = negative ? 1 : 0
+        guard i < n else { return .notCanonical }
+        let c = u[i]
         if c == UInt8(ascii: "0") {
-            return iterator.next() == nil && !negative ? .value(0) : .notCanonical
+            return n == i + 1 && !negative ? .value(0) : .notCanonical
         }
         guard c &- UInt8(ascii: "1") < 9 else { return .notCanonical }
         var magnitude = UInt64(c &- UInt8(ascii: "0"))
-        var overflow = false
-        while let next = iterator.next() {
-            let digit = next &- UInt8(ascii: "0")
-            guard digit < 10 else { return .notCanonical }
-            guard !overflow else { continue }
-            let (shifted, o1) = magnitude.multipliedReportingOverflow(by: 10)
-            let (sum, o2) = shifted.addingReportingOverflow(UInt64(digit))
-            overflow = o1 || o2
-            magnitude = sum
+        i += 1
+        if n - i < 18 {
+            // At most 18 digits cannot overflow UInt64 (or even Int64): no overflow checks needed.
+            while i < n {
+                let digit = u[i] &- UInt8(ascii: "0")
+                guard digit < 10 else { return .notCanonical }
+                magnitude = magnitude &* 10 &+ UInt64(digit)
+                i &+= 1
+            }
+        } else {
+            var overflow = false
+            while i < n {
+                let digit = u[i] &- UInt8(ascii: "0")
+                guard digit < 10 else { return .notCanonical }
+                i &+= 1
+                guard !overflow else { continue }
+                let (shifted, o1) = magnitude.multipliedReportingOverflow(by: 10)
+                let (sum, o2) = shifted.addingReportingOverflow(UInt64(digit))
+                overflow = o1 || o2
+                magnitude = sum
+            }
+            if overflow { return .outOfRange }
         }
-        if overflow { return .outOfRange }
         if negative {
             guard magnitude <= UInt64(Int64.max) + 1 else { return .outOfRange }
             return .value(Int64(bitPattern: 0 &- magnitude))
@@ -275,44 +293,41 @@ enum CanonicalInteger {
 enum CanonicalDecimal {
     /// Integer digits (0 for `0.x`) and fraction digits of a canonical decimal, nil otherwise.
     static func digitCounts(_ text: String) -> (integer: Int, fraction: Int)? {
-        var iterator = text.utf8.makeIterator()
-        guard var c = iterator.next() else { return nil }
-        let negative = c == UInt8(ascii: "-")
-        if negative {
-            guard let next = iterator.next() else { return nil }
-            c = next
-        }
-        if c == UInt8(ascii: "0") {
-            guard let next = iterator.next() else { return negative ? nil : (0, 0) }
-            guard next == UInt8(ascii: ".") else { return nil }
-            return fraction(&iterator, integerDigits: 0)
-        }
-        guard c &- UInt8(ascii: "1") < 9 else { return nil }
-        var integerDigits = 1
-        while let next = iterator.next() {
-            if next &- UInt8(ascii: "0") < 10 {
-                integerDigits += 1
-            } else if next == UInt8(ascii: ".") {
-                return fraction(&iterator, integerDigits: integerDigits)
-            } else {
-                return nil
-            }
-        }
-        return (integerDigits, 0)
+        if let counts = text.utf8.withContiguousStorageIfAvailable({ digitCounts($0) }) { return counts }
+        return Array(text.utf8).withUnsafeBufferPointer { digitCounts($0) }
     }
 
-    /// The digits after the point: at least one, the last one nonzero.
-    private static func fraction(
-        _ iterator: inout String.UTF8View.Iterator, integerDigits: Int
-    ) -> (integer: Int, fraction: Int)? {
-        var count = 0
-        var lastIsZero = true
-        while let next = iterator.next() {
-            guard next &- UInt8(ascii: "0") < 10 else { return nil }
-            count += 1
-            lastIsZero = next == UInt8(ascii: "0")
+    /// ``digitCounts(_:)-(String)`` over the octets of the text.
+    static func digitCounts(_ u: UnsafeBufferPointer<UInt8>) -> (integer: Int, fraction: Int)? {
+        let n = u.count
+        guard n > 0 else { return nil }
+        let negative = u[0] == UInt8(ascii: "-")
+        var i = negative ? 1 : 0
+        guard i < n else { return nil }
+        let c = u[i]
+        i += 1
+        var integerDigits = 0
+        if c == UInt8(ascii: "0") {
+            guard i < n else { return negative ? nil : (0, 0) }
+            guard u[i] == UInt8(ascii: ".") else { return nil }
+        } else {
+            guard c &- UInt8(ascii: "1") < 9 else { return nil }
+            integerDigits = 1
+            while i < n && u[i] &- UInt8(ascii: "0") < 10 {
+                integerDigits += 1
+                i += 1
+            }
+            guard i < n else { return (integerDigits, 0) }
+            guard u[i] == UInt8(ascii: ".") else { return nil }
         }
-        guard count > 0 && !lastIsZero else { return nil }
-        return (integerDigits, count)
+        // The digits after the point: at least one, the last one nonzero.
+        i += 1
+        let fractionStart = i
+        while i < n {
+            guard u[i] &- UInt8(ascii: "0") < 10 else { return nil }
+            i += 1
+        }
+        guard n > fractionStart && u[n - 1] != UInt8(ascii: "0") else { return nil }
+        return (integerDigits, n - fractionStart)
     }
 }

@@ -50,8 +50,8 @@ extension SyncEngine {
     }
 
     /// Records an accepted write of a client as push does: the capture, the client's pending fence
-    /// and its accepted-write epoch in one transaction. A test seam until push lands; `row` nil
-    /// deletes the row as ``operatorDelete(table:pk:)`` does.
+    /// and its accepted-write epoch in one transaction. A test seam for fences and epochs without
+    /// building push bodies; `row` nil deletes the row as ``operatorDelete(table:pk:)`` does.
     @discardableResult
     func acceptClientWrite(
         user: String, client clientID: String, table: String, pk: JSONValue, row: JSONValue?

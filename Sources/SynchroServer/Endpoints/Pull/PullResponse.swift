@@ -1,0 +1,140 @@
+import SQLiteKit
+import SynchroProtocol
+
+/// The body of a successful pull (`spec/wire-protocol.md` §5.2, §5.3, §5.6).
+enum PullResponse {
+    static func write(
+        plan: PullPlan, page: PullPage, client: ClientRecord, stream: StreamState, state: inout EngineState
+    ) throws -> [UInt8] {
+        var w = ResponseWriter(capacity: 1024 + page.selected.count * 512)
+        var keys = PrimaryKeyFields(manifest: state.manifest)
+        w.raw("{")
+        w.key("changes")
+        w.raw("[")
+        for (i, candidate) in page.selected.enumerated() {
+            if i > 0 { w.raw(",") }
+            try writeChange(candidate, to: &w, keys: &keys, store: state.store)
+        }
+        w.raw("],")
+        w.key("scope_set_version")
+        w.integer(client.scopeSetVersion)
+        w.raw(",")
+        w.key("scope_cursors")
+        w.raw("{")
+        for (i, cursor) in page.cursors.enumerated() {
+            if i > 0 { w.raw(",") }
+            let token = state.cursorSigner.issue(PullCursor(
+                user: client.userID, client: client.clientID, generation: client.generation, scope: cursor.scope,
+                schemaHash: state.manifest.schemaHash, generations: stream.generations, position: cursor.position
+            ).payload)
+            try w.string(cursor.scope)
+            w.raw(":")
+            try w.string(token)
+        }
+        w.raw("},")
+        try writeScopeUpdates(plan.delta, to: &w)
+        w.raw(",")
+        w.key("rebuild")
+        try w.stringArray(plan.rebuild)
+        w.raw(",")
+        w.key("has_more")
+        w.bool(page.hasMore)
+        if !page.hasMore {
+            w.raw(",")
+            w.key("checksums")
+            try writeChecksums(scopes: plan.assigned, stream: stream, to: &w, state: &state)
+        }
+        w.raw("}")
+        return w.bytes
+    }
+
+    /// One change object from the candidate's latest stream entry: the captured row, never live state.
+    private static func writeChange(
+        _ candidate: PullPage.Candidate, to w: inout ResponseWriter, keys: inout PrimaryKeyFields, store: ServerStore
+    ) throws {
+        let statement = try store.db.cachedStatement(
+            "SELECT table_id, pk, op, row, server_version, row_digest FROM stream WHERE position = ?")
+        try statement.bind([.integer(candidate.latest)])
+        defer { statement.reset() }
+        guard try statement.step(), let operation = StreamOperation(rawValue: statement.int64(at: 2)) else {
+            throw SyncIntegrityViolation()
+        }
+        let tableID = try statement.text(at: 0)
+        w.raw("{")
+        w.key("scope")
+        try w.string(candidate.scope)
+        w.raw(",")
+        w.key("table")
+        try w.string(tableID)
+        w.raw(",")
+        w.key("op")
+        w.raw(operation == .upsert ? #""upsert""# : #""delete""#)
+        w.raw(",")
+        w.key("pk")
+        try w.primaryKey(fieldID: try keys.fieldID(table: tableID), value: statement.blob(at: 1))
+        if operation != .delete {
+            let digest = statement.blob(at: 5)
+            guard !statement.isNull(at: 3), digest.count == 32 else { throw SyncIntegrityViolation() }
+            w.raw(",")
+            w.key("row")
+            w.splice(statement.blob(at: 3))
+            w.raw(",")
+            w.key("row_checksum")
+            w.checksum(digest)
+        }
+        w.raw(",")
+        w.key("server_version")
+        try w.string(try statement.text(at: 4))
+        w.raw("}")
+    }
+
+    private static func writeScopeUpdates(_ delta: AssignmentDelta, to w: inout ResponseWriter) throws {
+        w.key("scope_updates")
+        w.raw("{")
+        w.key("add")
+        w.raw("[")
+        for (i, scope) in delta.added.enumerated() {
+            if i > 0 { w.raw(",") }
+            w.raw("{")
+            w.key("id")
+            try w.string(scope)
+            w.raw(",")
+            w.key("cursor")
+            w.raw("null}")
+        }
+        w.raw("],")
+        w.key("remove")
+        try w.stringArray(delta.removed)
+        w.raw("}")
+    }
+
+    /// The scope digest of every active assigned scope at this page's boundary, scopes listed in
+    /// `rebuild` included (`spec/wire-protocol.md` §5.6).
+    private static func writeChecksums(
+        scopes: [String], stream: StreamState, to w: inout ResponseWriter, state: inout EngineState
+    ) throws {
+        w.raw("{")
+        for (i, scope) in scopes.enumerated() {
+            if i > 0 { w.raw(",") }
+            let entry = try state.scopeDigests.digest(
+                scope: scope, manifest: state.manifest, generations: stream.generations, store: state.store)
+            try w.string(scope)
+            w.raw(":")
+            w.checksum(entry.digest)
+        }
+        w.raw("}")
+    }
+}
+
+extension PullCursor {
+    /// A cursor of this server's current lineage.
+    init(
+        user: String, client: String, generation: Int64, scope: String, schemaHash: String,
+        generations: StreamGenerations, position: Int64
+    ) {
+        self.init(
+            user: user, client: client, generation: generation, scope: scope, schemaHash: schemaHash,
+            streamGeneration: generations.stream, membershipGeneration: generations.membership,
+            retentionGeneration: generations.retention, position: position)
+    }
+}

@@ -1,0 +1,100 @@
+import SQLiteKit
+import SynchroProtocol
+
+/// Scope digests at the current boundary, kept per scope until that scope's stream advances.
+///
+/// A scope digest covers every live row of the scope (`projection` ∩ `membership`), streamed in
+/// ascending identity order (`spec/wire-protocol.md` §2.10.3). Recomputing it for every terminal
+/// page would make a steady pull of a large scope cost a full scan; but the digest changes only
+/// when the materializer appends a stream entry for the scope, so the scope's last stream position
+/// (with the schema hash and lineage generations) is an exact cache key.
+struct ScopeDigestCache {
+    /// A digest and everything it depends on.
+    struct Entry {
+        let schemaHash: String
+        let generations: StreamGenerations
+        /// The scope's greatest stream position when the digest was computed (0: none yet).
+        let lastPosition: Int64
+        let cardinality: Int64
+        let digest: [UInt8]
+    }
+
+    private var entries: [ExactKey: Entry] = [:]
+
+    /// The digest of `scope` as the store holds it now. Call inside the transaction that fixes the
+    /// page or snapshot boundary so that digest and boundary agree.
+    mutating func digest(
+        scope: String, manifest: SchemaManifest, generations: StreamGenerations, store: ServerStore
+    ) throws -> Entry {
+        let lastPosition = try store.db.cachedStatement("SELECT max(position) FROM stream WHERE scope_id = ?")
+            .scalar([.text(scope)])?.integerValue ?? 0
+        let key = ExactKey(scope)
+        if let cached = entries[key], cached.lastPosition == lastPosition, cached.generations == generations,
+           cached.schemaHash.exactlyEquals(manifest.schemaHash) {
+            return cached
+        }
+        let (cardinality, digest) = try Self.compute(scope: scope, schemaHash: manifest.schemaHashOctets, store: store)
+        let entry = Entry(
+            schemaHash: manifest.schemaHash, generations: generations, lastPosition: lastPosition,
+            cardinality: cardinality, digest: digest)
+        entries[key] = entry
+        return entry
+    }
+
+    /// One streaming SHA-256 over the scope's live rows in identity order (membership's key order
+    /// is `memcmp` of the identity, which is the protocol's order).
+    static func compute(scope: String, schemaHash: [UInt8], store: ServerStore) throws -> (Int64, [UInt8]) {
+        let count = try store.db.cachedStatement("""
+            SELECT count(*) FROM membership m JOIN projection p ON p.identity = m.identity
+            WHERE m.scope_id = ? AND p.state = 0
+            """).scalar([.text(scope)])?.integerValue ?? 0
+        var accumulator = try ScopeDigestAccumulator(
+            schemaHash: schemaHash, scopeID: scope, cardinality: UInt64(count))
+        let rows = try store.db.cachedStatement("""
+            SELECT m.identity, p.row_digest FROM membership m JOIN projection p ON p.identity = m.identity
+            WHERE m.scope_id = ? AND p.state = 0 ORDER BY m.identity
+            """)
+        try rows.forEachRow([.text(scope)]) { row in
+            do {
+                try accumulator.add(identity: try RowIdentity(validating: row.blob(at: 0)), rowDigest: row.blob(at: 1))
+            } catch {
+                throw SyncIntegrityViolation()
+            }
+        }
+        do {
+            return (count, try accumulator.finalize())
+        } catch {
+            throw SyncIntegrityViolation()
+        }
+    }
+}
+
+/// A dictionary key comparing protocol identifiers (scope IDs, table IDs) by their exact octets:
+/// Swift's `==` would merge canonically equivalent IDs, which the protocol keeps distinct.
+struct ExactKey: Hashable {
+    let id: String
+
+    init(_ id: String) {
+        self.id = id
+    }
+
+    static func == (lhs: ExactKey, rhs: ExactKey) -> Bool { lhs.id.exactlyEquals(rhs.id) }
+
+    func hash(into hasher: inout Hasher) {
+        for octet in id.utf8 { hasher.combine(octet) }
+    }
+}
+
+/// Durable or staged state breaks an integrity rule (a missing digest, an identity out of order):
+/// 500 `sync_integrity_failure`, never partial progress (`spec/wire-protocol.md` §5.7).
+struct SyncIntegrityViolation: Error {}
+
+extension WireError {
+    /// The wire form of any failure inside an endpoint: protocol errors as thrown, integrity
+    /// violations as 500, everything else (a failed or rolled-back transaction) as a retryable 503.
+    static func from(_ error: any Error) -> WireError {
+        if let wire = error as? WireError { return wire }
+        if error is SyncIntegrityViolation { return WireError(.syncIntegrityFailure, "sync operation failed") }
+        return WireError(.temporaryUnavailable, "operation failed")
+    }
+}

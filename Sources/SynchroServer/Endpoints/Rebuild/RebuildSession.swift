@@ -1,0 +1,156 @@
+import SQLiteKit
+import SynchroProtocol
+
+/// One rebuild attempt's immutable staged snapshot (`spec/wire-protocol.md` §6.3): the scope's live
+/// rows at one materialization boundary, in identity order, with their digests and the final
+/// scope digest, bound to the client's generation, the schema, the lineage generations and the
+/// client's accepted-write epoch at creation.
+struct RebuildSession {
+    /// Sessions serve pages for exactly 24 hours from creation; serving never extends it.
+    static let lifetime: Int64 = 24 * 3_600_000_000
+
+    let id: Int64
+    let userID: String
+    let clientID: String
+    let rebuildID: String
+    let scope: String
+    let schemaHash: String
+    let generation: Int64
+    let epoch: Int64
+    /// The stream position the snapshot was taken at; the final cursor resumes after it.
+    let boundary: Int64
+    let limit: Int64
+    let created: Int64
+    let rowCount: Int64
+    let scopeDigest: [UInt8]
+    let generations: StreamGenerations
+
+    var expiry: Int64 { created + Self.lifetime }
+
+    /// True when this authentic session can no longer serve pages.
+    ///
+    /// Expiry, a new generation, another schema, a lineage change, or a later accepted write of
+    /// this client (the epoch) all end it (409 `rebuild_restart_required`).
+    func isStale(client: ClientRecord, schemaHash current: String, generations now: StreamGenerations, at time: Int64)
+        -> Bool
+    {
+        time >= expiry || generation != client.generation || !schemaHash.exactlyEquals(current)
+            || epoch != client.acceptedWriteEpoch || generations != now
+    }
+
+    // MARK: - Lookup
+
+    private static let columns = """
+        session_id, user_id, client_id, rebuild_id, scope_id, schema_hash, generation, accepted_write_epoch,
+        boundary, page_limit, created_us, row_count, scope_digest
+        """
+
+    /// The session of one attempt, by the identity the client chose for it.
+    static func find(user: String, client: String, rebuildID: String, store: ServerStore) throws -> RebuildSession? {
+        try load(
+            "SELECT \(columns) FROM rebuild_sessions WHERE user_id = ? AND client_id = ? AND rebuild_id = ?",
+            [.text(user), .text(client), .text(rebuildID)], store: store)
+    }
+
+    /// The session a continuation names.
+    static func find(id: Int64, store: ServerStore) throws -> RebuildSession? {
+        try load("SELECT \(columns) FROM rebuild_sessions WHERE session_id = ?", [.integer(id)], store: store)
+    }
+
+    private static func load(_ sql: String, _ arguments: [SQLiteValue], store: ServerStore) throws -> RebuildSession? {
+        let found = try store.db.cachedStatement(sql).query(arguments) { s in
+            (
+                id: s.int64(at: 0), user: try s.text(at: 1), client: try s.text(at: 2), rebuildID: try s.text(at: 3),
+                scope: try s.text(at: 4), hash: try s.text(at: 5), generation: s.int64(at: 6), epoch: s.int64(at: 7),
+                boundary: s.int64(at: 8), limit: s.int64(at: 9), created: s.int64(at: 10), rows: s.int64(at: 11),
+                digest: s.blob(at: 12)
+            )
+        }.first
+        guard let found else { return nil }
+        let lineage = try store.db.cachedStatement(
+            "SELECT body FROM rebuild_pages WHERE session_id = ? AND request_ordinal = ?"
+        ).scalar([.integer(found.id), .integer(lineageOrdinal)])?.blobValue
+        guard let lineage, let generations = decodeLineage(lineage) else { throw SyncIntegrityViolation() }
+        return RebuildSession(
+            id: found.id, userID: found.user, clientID: found.client, rebuildID: found.rebuildID, scope: found.scope,
+            schemaHash: found.hash, generation: found.generation, epoch: found.epoch, boundary: found.boundary,
+            limit: found.limit, created: found.created, rowCount: found.rows, scopeDigest: found.digest,
+            generations: generations)
+    }
+
+    // MARK: - Staging
+
+    /// Creates the session and stages the scope's rows at the current materialization boundary,
+    /// in the caller's write transaction (the boundary, the rows and the digest are then one
+    /// consistent snapshot).
+    static func stage(
+        request: RebuildRequest, client: ClientRecord, stream: StreamState, now: Int64, state: inout EngineState
+    ) throws -> RebuildSession {
+        let db = state.store.db
+        try purgeExpired(now: now, store: state.store)
+        let digest = try state.scopeDigests.digest(
+            scope: request.scope, manifest: state.manifest, generations: stream.generations, store: state.store)
+        try db.cachedStatement("""
+            INSERT INTO rebuild_sessions(user_id, client_id, rebuild_id, scope_id, schema_hash, generation,
+                accepted_write_epoch, boundary, page_limit, created_us, row_count, scope_digest)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """).run([
+                .text(client.userID), .text(client.clientID), .text(request.rebuildID), .text(request.scope),
+                .text(state.manifest.schemaHash), .integer(client.generation), .integer(client.acceptedWriteEpoch),
+                .integer(stream.position), .integer(request.limit), .integer(now), .integer(digest.cardinality),
+                .blob(digest.digest),
+            ])
+        let id = db.lastInsertRowID
+        try db.cachedStatement("""
+            INSERT INTO rebuild_rows(session_id, ordinal, table_id, pk, row, server_version, row_digest)
+            SELECT ?1, row_number() OVER (ORDER BY m.identity) - 1, p.table_id, p.pk, p.row, p.server_version,
+                   p.row_digest
+            FROM membership m JOIN projection p ON p.identity = m.identity
+            WHERE m.scope_id = ?2 AND p.state = 0
+            """).run([.integer(id), .text(request.scope)])
+        guard Int64(db.changes) == digest.cardinality else { throw SyncIntegrityViolation() }
+        try db.cachedStatement("INSERT INTO rebuild_pages(session_id, request_ordinal, body) VALUES (?, ?, ?)")
+            .run([.integer(id), .integer(lineageOrdinal), .blob(encodeLineage(stream.generations))])
+        return RebuildSession(
+            id: id, userID: client.userID, clientID: client.clientID, rebuildID: request.rebuildID,
+            scope: request.scope, schemaHash: state.manifest.schemaHash, generation: client.generation,
+            epoch: client.acceptedWriteEpoch, boundary: stream.position, limit: request.limit, created: now,
+            rowCount: digest.cardinality, scopeDigest: digest.digest, generations: stream.generations)
+    }
+
+    /// Drops the staged rows and pages of expired sessions. The session rows stay, so a late
+    /// request of an expired attempt still gets 409 `rebuild_restart_required` rather than a new
+    /// snapshot under the old `rebuild_id`.
+    private static func purgeExpired(now: Int64, store: ServerStore) throws {
+        let cutoff: [SQLiteValue] = [.integer(now - lifetime)]
+        try store.db.cachedStatement("""
+            DELETE FROM rebuild_rows WHERE session_id IN (SELECT session_id FROM rebuild_sessions WHERE created_us <= ?)
+            """).run(cutoff)
+        try store.db.cachedStatement("""
+            DELETE FROM rebuild_pages WHERE request_ordinal >= 0
+                AND session_id IN (SELECT session_id FROM rebuild_sessions WHERE created_us <= ?)
+            """).run(cutoff)
+    }
+
+    // MARK: - Lineage record
+
+    /// The lineage generations a session binds are kept as a record beside its pages (at an ordinal
+    /// no page uses), because `rebuild_sessions` has no columns for them.
+    static let lineageOrdinal: Int64 = -1
+
+    private static func encodeLineage(_ generations: StreamGenerations) throws -> [UInt8] {
+        try CanonicalJSON.encode(.array([
+            .string(String(generations.stream)), .string(String(generations.membership)),
+            .string(String(generations.retention)),
+        ]))
+    }
+
+    private static func decodeLineage(_ bytes: [UInt8]) -> StreamGenerations? {
+        guard let values = (try? StrictJSONParser().parse(bytes))?.arrayValue, values.count == 3,
+              let stream = values[0].stringValue.flatMap({ Int64($0) }),
+              let membership = values[1].stringValue.flatMap({ Int64($0) }),
+              let retention = values[2].stringValue.flatMap({ Int64($0) })
+        else { return nil }
+        return StreamGenerations(stream: stream, membership: membership, retention: retention)
+    }
+}
