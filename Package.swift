@@ -19,7 +19,7 @@ let package = Package(
 
         .target(name: "SynchroProtocol", dependencies: ["CCrypto"]),
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
-        .target(name: "SynchroHTTP", dependencies: ["CCurl"]),
+        .target(name: "SynchroHTTP", dependencies: ["CCurl", "SynchroProtocol"]),
         .target(name: "SynchroServer", dependencies: ["SynchroProtocol", "SQLiteKit", "CMicroHTTPD", "CCrypto"]),
         .executableTarget(name: "seedkit", dependencies: ["SynchroProtocol", "SynchroServer"]),
         .executableTarget(name: "seedkit-bench", dependencies: ["SynchroProtocol", "CCrypto"], path: "Benchmarks/seedkit-bench"),

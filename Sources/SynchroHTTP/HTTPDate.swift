@@ -1,4 +1,5 @@
 import Foundation
+import SynchroProtocol
 
 /// The three HTTP-date forms of RFC 9110 §5.6.7, parsed by hand: the grammar is fixed-width ASCII in
 /// English and GMT, which locale-dependent date formatters get wrong.
@@ -93,24 +94,14 @@ enum HTTPDate {
         (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
     }
 
-    /// Days since 1970-01-01 in the proleptic Gregorian calendar (H. Hinnant's `days_from_civil`).
+    /// Days since 1970-01-01 in the proleptic Gregorian calendar.
     private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
-        let shiftedYear = month <= 2 ? year - 1 : year
-        let era = (shiftedYear >= 0 ? shiftedYear : shiftedYear - 399) / 400
-        let yearOfEra = shiftedYear - era * 400
-        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
+        Int(CivilTime.daysFromCivil(year: Int64(year), month: Int64(month), day: Int64(day)))
     }
 
-    /// The Gregorian year of `date` in UTC (inverse of `daysFromCivil`, year only).
+    /// The Gregorian year of `date` in UTC.
     private static func civilYear(of date: Date) -> Int {
-        let days = Int((date.timeIntervalSince1970 / 86_400).rounded(.down)) + 719_468
-        let era = (days >= 0 ? days : days - 146_096) / 146_097
-        let dayOfEra = days - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        return yearOfEra + era * 400 + (monthIndex >= 10 ? 1 : 0)
+        let days = Int64((date.timeIntervalSince1970 / 86_400).rounded(.down))
+        return Int(CivilTime.civilFromDays(days).year)
     }
 }

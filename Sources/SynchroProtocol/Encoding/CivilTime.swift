@@ -1,20 +1,19 @@
-import SynchroProtocol
-
-/// Proleptic Gregorian arithmetic for generated temporal values, on integers only.
+/// Proleptic Gregorian arithmetic on integers only, and the canonical wire text of dates, times
+/// and datetimes: one implementation for the server clock, generated data and HTTP dates.
 ///
 /// Datetimes are microseconds since 1970-01-01T00:00:00Z and dates are days since 1970-01-01,
 /// so "base + step × index" is exact; the text forms are the canonical wire forms of
 /// `spec/wire-protocol.md` §2.3 and §2.7. Conversions follow H. Hinnant's `days_from_civil`.
-enum CivilTime {
-    static let microsPerSecond: Int64 = 1_000_000
-    static let microsPerDay: Int64 = 86_400_000_000
+public enum CivilTime {
+    public static let microsPerSecond: Int64 = 1_000_000
+    public static let microsPerDay: Int64 = 86_400_000_000
 
     /// 0000-01-01 and 9999-12-31, the span the `date` and `datetime` wire forms can express.
-    static let firstDay: Int64 = daysFromCivil(year: 0, month: 1, day: 1)
-    static let lastDay: Int64 = daysFromCivil(year: 9999, month: 12, day: 31)
+    public static let firstDay: Int64 = daysFromCivil(year: 0, month: 1, day: 1)
+    public static let lastDay: Int64 = daysFromCivil(year: 9999, month: 12, day: 31)
 
     /// Days since 1970-01-01 of a proleptic Gregorian date.
-    static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
+    public static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400
@@ -24,7 +23,7 @@ enum CivilTime {
     }
 
     /// The proleptic Gregorian date of a day number.
-    static func civilFromDays(_ days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+    public static func civilFromDays(_ days: Int64) -> (year: Int64, month: Int64, day: Int64) {
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let dayOfEra = z - era * 146_097
@@ -39,14 +38,14 @@ enum CivilTime {
     // MARK: Parsing canonical text (already validated by `PortableValue`)
 
     /// Day number of a canonical `YYYY-MM-DD`, nil when the text is not one.
-    static func parseDate(_ text: String) -> Int64? {
+    public static func parseDate(_ text: String) -> Int64? {
         guard WireFormats.isDate(text) else { return nil }
         let u = Array(text.utf8)
         return daysFromCivil(year: number(u, 0, 4), month: number(u, 5, 2), day: number(u, 8, 2))
     }
 
     /// Microseconds since the epoch of a canonical `YYYY-MM-DDTHH:MM:SS.ffffffZ`, nil otherwise.
-    static func parseDateTime(_ text: String) -> Int64? {
+    public static func parseDateTime(_ text: String) -> Int64? {
         guard WireFormats.isTimestamp(text) else { return nil }
         let u = Array(text.utf8)
         let days = daysFromCivil(year: number(u, 0, 4), month: number(u, 5, 2), day: number(u, 8, 2))
@@ -54,7 +53,7 @@ enum CivilTime {
     }
 
     /// Microseconds since midnight of a canonical `HH:MM:SS.ffffff`, nil otherwise.
-    static func parseTime(_ text: String) -> Int64? {
+    public static func parseTime(_ text: String) -> Int64? {
         guard WireFormats.isTime(text) else { return nil }
         return timeMicros(Array(text.utf8), from: 0)
     }
@@ -73,14 +72,14 @@ enum CivilTime {
     // MARK: Formatting canonical text
 
     /// `YYYY-MM-DD` of a day number within ``firstDay``...``lastDay``.
-    static func formatDate(_ days: Int64) -> String {
+    public static func formatDate(_ days: Int64) -> String {
         var out = [UInt8](repeating: 0, count: 10)
         writeDate(days, into: &out, at: 0)
         return String(decoding: out, as: UTF8.self)
     }
 
     /// `YYYY-MM-DDTHH:MM:SS.ffffffZ` of microseconds since the epoch, within the date span.
-    static func formatDateTime(_ micros: Int64) -> String {
+    public static func formatDateTime(_ micros: Int64) -> String {
         let days = floorDivide(micros, microsPerDay)
         var out = [UInt8](repeating: 0, count: 27)
         writeDate(days, into: &out, at: 0)
@@ -91,14 +90,14 @@ enum CivilTime {
     }
 
     /// `HH:MM:SS.ffffff` of microseconds since midnight (`0..<microsPerDay`).
-    static func formatTime(_ micros: Int64) -> String {
+    public static func formatTime(_ micros: Int64) -> String {
         var out = [UInt8](repeating: 0, count: 15)
         writeTime(micros, into: &out, at: 0)
         return String(decoding: out, as: UTF8.self)
     }
 
     /// `⌊a / b⌋` for positive `b` (Swift's `/` truncates toward zero).
-    static func floorDivide(_ a: Int64, _ b: Int64) -> Int64 {
+    public static func floorDivide(_ a: Int64, _ b: Int64) -> Int64 {
         let q = a / b
         return (a % b != 0 && a < 0) ? q - 1 : q
     }
