@@ -45,9 +45,14 @@ public final class SyncEngine: HTTPHandler, Sendable {
             return fault.loseResponse ? .dropConnection : response
         case ("POST", "/operator/faults"):
             return operatorFault(request)
-        case (_, "/operator/faults"):
+        case ("POST", "/operator/seed/manifest"), ("POST", "/operator/seed/scope"), ("POST", "/operator/schema"):
+            return operatorRoute(request)
+        case ("GET", "/sync/tables"):
+            return respond(state.withLock { TablesEndpoint.handle(state: &$0) })
+        case (_, "/operator/faults"), (_, "/operator/seed/manifest"), (_, "/operator/seed/scope"),
+            (_, "/operator/schema"):
             return methodNotAllowed("POST")
-        case (_, "/ready"), (_, "/sync/schema"):
+        case (_, "/ready"), (_, "/sync/schema"), (_, "/sync/tables"):
             return methodNotAllowed("GET")
         case (_, "/sync/connect"), (_, "/sync/push"), (_, "/sync/pull"), (_, "/sync/rebuild"):
             return methodNotAllowed("POST")
@@ -143,6 +148,28 @@ public final class SyncEngine: HTTPHandler, Sendable {
         } catch {
             return respond(.failure(WireError(.temporaryUnavailable, "operation failed")))
         }
+    }
+
+    /// The operator routes with a JSON body: seed export and schema publication.
+    private func operatorRoute(_ request: HTTPRequest) -> HTTPResponse {
+        guard isOperator(request) else { return respond(.failure(WireError(.authRequired, "authentication required"))) }
+        guard Self.hasJSONContentType(request) else {
+            return respond(.failure(.invalidRequest("content type must be application/json")))
+        }
+        let body: JSONValue
+        do {
+            body = try StrictJSONParser(limits: JSONLimits(maxBytes: Self.otherBodyLimit, maxDepth: 64)).parse(request.body)
+        } catch {
+            return respond(.failure(.invalidRequest("malformed JSON: \(error.rule.rawValue)")))
+        }
+        let now = configuration.clock.nowMicroseconds()
+        return respond(state.withLock { state in
+            switch request.path {
+            case "/operator/schema": return SchemaPublishEndpoint.handle(body, now: now, state: &state)
+            case "/operator/seed/manifest": return SeedExportEndpoint.manifest(body, now: now, state: &state)
+            default: return SeedExportEndpoint.scope(body, now: now, state: &state)
+            }
+        })
     }
 
     /// The operator credential, compared in constant time; operator routes are off without one.
