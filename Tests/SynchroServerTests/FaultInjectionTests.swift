@@ -90,3 +90,46 @@ struct FaultInjectionTests {
         #expect(try operatorPost(server, body, token: token).status == status)
     }
 }
+
+/// Faults that change what pull reports.
+@Suite("Fault injection on pull")
+struct PullFaultTests {
+    @Test("a corrupted terminal checksum differs from the rebuilt digest once, then is correct again")
+    func corruptChecksum() throws {
+        let server = try RunningServer(rows: 40)
+        let client = try WireClient.connect(server)
+        let run = try client.rebuild(scope: "user:alice", limit: 50)
+        let expected = try #require(run.checksum)
+        let cursor = try #require(run.finalCursor)
+        try server.engine.inject(.corruptChecksum(scope: "user:alice"))
+        let corrupted = try client.pull([("user:alice", cursor)])
+        #expect(corrupted.status == 200)
+        let wrong = try #require(DigestCheck.checksum(corrupted.object, scope: "user:alice"))
+        #expect(wrong != expected)
+        let healthy = try client.pull([("user:alice", cursor)])
+        #expect(DigestCheck.checksum(healthy.object, scope: "user:alice") == expected)
+    }
+
+    @Test("reassigned scopes reach the client as an assignment delta on pull and on connect")
+    func reassign() throws {
+        let server = try RunningServer(rows: 40)
+        var client = try WireClient.connect(server)
+        #expect(client.scopes == ["catalog", "user:alice"])
+        let scheduled = try server.send("POST", "/operator/faults", body: Array(
+            #"{"fault":"reassign_scopes","user":"alice","grant":["region:eu"],"revoke":["catalog"]}"#.utf8),
+            headers: [("Authorization", "Bearer \(RunningServer.operatorToken)"), ("Content-Type", "application/json")])
+        #expect(scheduled.status == 200)
+        let reply = try client.pull([("catalog", nil), ("user:alice", nil)])
+        #expect(reply.status == 200)
+        let updates = try #require(reply.object["scope_updates"]?.objectValue)
+        #expect(updates["add"]?.arrayValue?.compactMap { $0.objectValue?["id"]?.stringValue } == ["region:eu"])
+        #expect(updates["remove"] == .array([.string("catalog")]))
+        #expect(reply.object["rebuild"]?.arrayValue?.contains(.string("region:eu")) == true)
+        #expect(reply.object["scope_set_version"] == .number(JSONNumber(client.scopeSetVersion + 1)))
+        let checksums = try #require(reply.object["checksums"]?.objectValue)
+        #expect(checksums.keys.sorted() == ["region:eu", "user:alice"])
+        client.scopeSetVersion += 1
+        let empty = try client.rebuild(scope: "region:eu", limit: 10)
+        #expect(empty.records.isEmpty)
+    }
+}

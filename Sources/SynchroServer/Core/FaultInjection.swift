@@ -25,6 +25,10 @@ public enum ServerFault: Sendable, Equatable {
     case retireClient(user: String, client: String)
     /// The membership contract changes: every cursor becomes stale and its scope is rebuilt.
     case changeMembership
+    /// Grants and revokes scopes for a user; connect and pull report the assignment change.
+    case reassignScopes(user: String, grant: [String], revoke: [String])
+    /// The next terminal pull page that carries `scope` reports a wrong checksum for it.
+    case corruptChecksum(scope: String)
 }
 
 /// The plan of pending request-level faults.
@@ -84,6 +88,17 @@ extension SyncEngine {
             try state.withLock { state in
                 _ = try state.store.nextCounter("membership_generation")
             }
+        case .reassignScopes(let user, let grant, let revoke):
+            state.withLock { state in
+                var override = state.assignmentOverrides[user] ?? AssignmentOverride()
+                override.granted.formUnion(grant)
+                override.granted.subtract(revoke)
+                override.revoked.formUnion(revoke)
+                override.revoked.subtract(grant)
+                state.assignmentOverrides[user] = override
+            }
+        case .corruptChecksum(let scope):
+            _ = state.withLock { $0.corruptNextChecksum.insert(scope) }
         }
     }
 
@@ -109,6 +124,21 @@ extension SyncEngine {
         case "resume_materialization": _ = try reader([]); return .resumeMaterialization
         case "expire_rebuild_sessions": _ = try reader([]); return .expireRebuildSessions
         case "change_membership": _ = try reader([]); return .changeMembership
+        case "reassign_scopes":
+            let r = try ExactObjectReader(body, path: "", required: ["fault", "user"], optional: ["grant", "revoke"])
+            func list(_ name: String) throws(ExactObjectReader.Violation) -> [String] {
+                guard r.has(name) else { return [] }
+                var scopes: [String] = []
+                for item in try r.array(name) {
+                    guard case .string(let scope) = item, !scope.isEmpty else { throw .init("invalid_scope", name) }
+                    scopes.append(scope)
+                }
+                return scopes
+            }
+            return .reassignScopes(user: try r.string("user"), grant: try list("grant"), revoke: try list("revoke"))
+        case "corrupt_checksum":
+            let r = try reader(["scope"])
+            return .corruptChecksum(scope: try r.string("scope"))
         case "expire_client_generation", "retire_client":
             let r = try reader(["user", "client_id"])
             let user = try r.string("user"), client = try r.string("client_id")

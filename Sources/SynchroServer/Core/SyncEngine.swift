@@ -246,6 +246,10 @@ struct EngineState {
     var manifest: SchemaManifest
     /// Set by the `pause_materialization` fault: captured writes stay invisible to pull and rebuild.
     var materializationPaused = false
+    /// Scope grants and revocations per user (the `reassign_scopes` fault).
+    var assignmentOverrides: [String: AssignmentOverride] = [:]
+    /// Scopes whose next terminal checksum is deliberately wrong (the `corrupt_checksum` fault).
+    var corruptNextChecksum: Set<String> = []
     /// Signs incremental cursors (`c3.` tokens).
     let cursorSigner: TokenSigner
     /// Signs rebuild continuations (`r3.` tokens), a different kind with a different key.

@@ -38,7 +38,7 @@ enum ConnectEndpoint {
             client.lastActivity = context.now
 
             let current = state.manifest
-            let assignedNow = Assignment.scopes(for: context.user, dataset: context.configuration.dataset)
+            let assignedNow = Assignment.scopes(for: context.user, state: state)
             let dispatch = try SchemaDispatch.decide(
                 request: request, client: client, assigned: assignedNow, current: current, store: state.store)
 
@@ -194,11 +194,23 @@ enum ConnectEndpoint {
     }
 }
 
-/// Which scopes a user is assigned: the dataset's shared scopes and the user's own scope.
+/// Which scopes a user is assigned: the dataset's shared scopes and the user's own scope, with the
+/// grants and revocations an operator (or a test) made.
 enum Assignment {
-    static func scopes(for user: String, dataset: Dataset) -> [String] {
-        dataset.assignedScopes(forUser: user).byteOrdered()
+    static func scopes(for user: String, state: borrowing EngineState) -> [String] {
+        var scopes = Set(state.dataset.assignedScopes(forUser: user))
+        if let override = state.assignmentOverrides[user] {
+            scopes.formUnion(override.granted)
+            scopes.subtract(override.revoked)
+        }
+        return Array(scopes).byteOrdered()
     }
+}
+
+/// An operator's changes to one user's assignment.
+struct AssignmentOverride {
+    var granted: Set<String> = []
+    var revoked: Set<String> = []
 }
 
 /// The schema action of one connect (§3.3 rows 3–10).

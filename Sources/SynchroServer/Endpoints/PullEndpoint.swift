@@ -34,7 +34,7 @@ enum PullEndpoint {
         guard request.scopeSetVersion <= client.scopeSetVersion else {
             throw WireError.invalidRequest("scope_set_version is ahead of the server")
         }
-        let assigned = Assignment.scopes(for: context.user, dataset: state.dataset)
+        let assigned = Assignment.scopes(for: context.user, state: state)
         let stream = try StreamState.load(from: state.store)
         let presented = try PresentedScopes.validate(
             request.scopes, client: client, assigned: assigned, schemaHash: state.manifest.schemaHash,

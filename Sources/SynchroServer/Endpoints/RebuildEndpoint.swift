@@ -42,7 +42,7 @@ enum RebuildEndpoint {
         // Assigned as reported to the client and still by the assignment rule: rebuild never
         // reconciles assignment, and never serves a scope the rule has since withdrawn.
         guard ClientGate.contains(client.assigned, request.scope),
-              ClientGate.contains(Assignment.scopes(for: context.user, dataset: state.dataset), request.scope)
+              ClientGate.contains(Assignment.scopes(for: context.user, state: state), request.scope)
         else { throw WireError.invalidRequest("scope is not assigned") }
         let stream = try StreamState.load(from: state.store)
         let resumption = try resume(request, client: client, stream: stream, now: context.now, state: state)

@@ -118,9 +118,14 @@ enum PullResponse {
             if i > 0 { w.raw(",") }
             let entry = try state.scopeDigests.digest(
                 scope: scope, manifest: state.manifest, generations: stream.generations, store: state.store)
+            var digest = entry.digest
+            if state.corruptNextChecksum.remove(scope) != nil {
+                // Fault injection: one wrong terminal checksum, so clients exercise the scope-only rebuild.
+                digest[0] ^= 0x01
+            }
             try w.string(scope)
             w.raw(":")
-            w.checksum(entry.digest)
+            w.checksum(digest)
         }
         w.raw("}")
     }
