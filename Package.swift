@@ -20,15 +20,20 @@ let package = Package(
         .target(name: "SynchroProtocol", dependencies: ["CCrypto"]),
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
         .target(name: "SynchroHTTP", dependencies: ["CCurl", "SynchroProtocol"]),
+        .target(name: "SynchroClient", dependencies: ["SynchroProtocol", "SQLiteKit"]),
         .target(name: "SynchroServer", dependencies: ["SynchroProtocol", "SQLiteKit", "CMicroHTTPD", "CCrypto"]),
         .executableTarget(name: "seedkit", dependencies: ["SynchroProtocol", "SynchroServer"]),
-        .executableTarget(name: "seedkit-bench", dependencies: ["SynchroProtocol", "CCrypto"], path: "Benchmarks/seedkit-bench"),
+        .executableTarget(
+            name: "seedkit-bench",
+            dependencies: ["SynchroProtocol", "CCrypto", "SynchroServer", "SynchroHTTP", "SQLiteKit"],
+            path: "Benchmarks/seedkit-bench"),
 
         .target(
             name: "_SeedkitTestSupport", dependencies: ["SynchroServer", "SynchroHTTP", "SynchroProtocol"],
             path: "Tests/_SeedkitTestSupport"),
         .testTarget(name: "SynchroProtocolTests", dependencies: ["SynchroProtocol", "_SeedkitTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "_SeedkitTestSupport"]),
+        .testTarget(name: "SynchroClientTests", dependencies: ["SynchroClient", "SQLiteKit", "_SeedkitTestSupport"]),
         .testTarget(name: "SynchroHTTPTests", dependencies: ["SynchroHTTP", "SynchroServer", "_SeedkitTestSupport"]),
         .testTarget(
             name: "SynchroServerTests", dependencies: ["SynchroServer", "SynchroProtocol", "_SeedkitTestSupport"]),
