@@ -44,4 +44,7 @@ public enum MaterializationMode: Sendable, Equatable {
     case immediate
     /// Only when ``SyncEngine/materialize()`` is called: tests schedule visibility exactly.
     case manual
+    /// By a background worker every `interval`: a write becomes pull-visible within about one
+    /// interval, and its author meets `capture_pending` until then, as with a lagging WAL consumer.
+    case background(interval: Duration)
 }

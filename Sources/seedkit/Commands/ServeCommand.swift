@@ -11,7 +11,8 @@ import SynchroServer
 enum ServeCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(
-            words, valued: ["dataset", "rows", "listen", "db", "token", "operator-token", "min-client-version"])
+            words, valued: ["dataset", "rows", "listen", "db", "token", "operator-token", "min-client-version", "materialization-lag",
+            ])
         try arguments.requirePositionals(atMost: 0)
         guard let datasetPath = arguments.values["dataset"] else {
             throw Arguments.UsageError(message: "serve needs --dataset DIR")
@@ -36,6 +37,14 @@ enum ServeCommand {
             minimum = version
         }
 
+        var materialization = MaterializationMode.immediate
+        if let text = arguments.values["materialization-lag"] {
+            guard let milliseconds = Int(text), milliseconds >= 0 else {
+                throw Arguments.UsageError(message: "--materialization-lag needs milliseconds ≥ 0")
+            }
+            if milliseconds > 0 { materialization = .background(interval: .milliseconds(milliseconds)) }
+        }
+
         let dataset: Dataset
         do {
             dataset = try Dataset(directory: URL(fileURLWithPath: datasetPath))
@@ -48,7 +57,7 @@ enum ServeCommand {
         let configuration = ServerConfiguration(
             dataset: dataset, rowsOverride: rows, databasePath: databasePath, credentials: credentials,
             operatorToken: arguments.values["operator-token"] ?? environment["SEEDKIT_OPERATOR_TOKEN"],
-            minimumClientVersion: minimum)
+            minimumClientVersion: minimum, materialization: materialization)
         return serve(configuration, host: host, port: port)
     }
 
@@ -81,6 +90,7 @@ enum ServeCommand {
         }
         stop.wait()
         server.stop()
+        engine.shutdown()
         sources.forEach { $0.cancel() }
         Terminal.err("seedkit: server stopped\n")
         return .success
