@@ -9,6 +9,9 @@ enum BenchmarkRegistry {
     static let all: [Benchmark] = [
         .jsonParse,
         .rowDigest,
+        .serverPush,
+        .serverRebuild,
+        .serverPull,
     ]
 }
 

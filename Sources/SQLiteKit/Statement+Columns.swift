@@ -65,6 +65,21 @@ extension Statement {
         return Array(UnsafeRawBufferPointer(start: base, count: count))
     }
 
+    /// Calls `body` with the column's bytes without copying them (NULL and empty blobs give an empty
+    /// buffer); the buffer is valid only inside `body`. Response writers splice stored octets this way.
+    public func withBlobBytes<Result>(
+        at column: Int, _ body: (UnsafeRawBufferPointer) throws -> Result
+    ) rethrows -> Result {
+        let position = Int32(clamping: column)
+        // sqlite3_column_bytes must follow sqlite3_column_blob, as for text.
+        let base = sqlite3_column_blob(handle, position)
+        let count = Int(sqlite3_column_bytes(handle, position))
+        guard let base, count > 0 else {
+            return try body(UnsafeRawBufferPointer(start: nil, count: 0))
+        }
+        return try body(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
     /// The column in its own storage class, so NULL, integers, reals, text and blobs are told apart.
     public func value(at column: Int) throws(SQLiteError) -> SQLiteValue {
         switch sqlite3_column_type(handle, Int32(clamping: column)) {

@@ -115,3 +115,37 @@ struct MaterializerTests {
         #expect(try client.rebuild(scope: "catalog", limit: 1000).checksum == before)
     }
 }
+
+/// The background materializer: a write waits for the worker's pass; a paused worker does nothing.
+@Suite("Background materialization")
+struct BackgroundMaterializationTests {
+    static func category(_ id: Int64, _ name: String) -> JSONValue {
+        object(["fld_category_id": .number(JSONNumber(id)), "fld_category_name": .string(name)])
+    }
+
+    @Test("a write becomes visible at the worker's next pass, not before, and never while paused")
+    func backgroundPass() throws {
+        let server = try RunningServer(rows: 20, materialization: .background(interval: .seconds(3600)))
+        let client = try WireClient.connect(server)
+        let cursor = try #require(try client.rebuild(scope: "catalog", limit: 1000).finalCursor)
+        _ = try server.engine.operatorWrite(
+            table: "tbl_categories", pk: .number(JSONNumber(4)), row: Self.category(4, "Garden"))
+        #expect(try client.pull([("catalog", cursor)]).object["changes"] == .array([]))
+
+        try server.engine.inject(.pauseMaterialization)
+        server.engine.runMaterializerPass()
+        #expect(try client.pull([("catalog", cursor)]).object["changes"] == .array([]))
+
+        try server.engine.inject(.resumeMaterialization)
+        let changes = try #require(try client.pull([("catalog", cursor)]).object["changes"]?.arrayValue)
+        #expect(changes.count == 1)
+
+        _ = try server.engine.operatorWrite(
+            table: "tbl_categories", pk: .number(JSONNumber(5)), row: Self.category(5, "Tools"))
+        server.engine.runMaterializerPass()
+        let next = try #require(try client.pull([("catalog", cursor)]).object["changes"]?.arrayValue)
+        #expect(next.count == 2)
+        server.engine.shutdown()
+        server.engine.shutdown()
+    }
+}

@@ -11,6 +11,8 @@ public final class SyncEngine: HTTPHandler, Sendable {
     let state: Mutex<EngineState>
     /// Request-level faults, kept apart from the store lock so scheduling never waits on a request.
     let faults = Mutex(FaultPlan())
+    /// The background materializer of ``MaterializationMode/background(interval:)``.
+    private let worker: MaterializerWorker?
 
     public init(configuration: ServerConfiguration) throws {
         self.configuration = configuration
@@ -18,6 +20,21 @@ public final class SyncEngine: HTTPHandler, Sendable {
             path: configuration.databasePath, dataset: configuration.dataset,
             rowsOverride: configuration.rowsOverride, clock: configuration.clock)
         state = Mutex(try EngineState(store: store, dataset: configuration.dataset))
+        if case .background(let interval) = configuration.materialization {
+            worker = MaterializerWorker(interval: interval)
+        } else {
+            worker = nil
+        }
+        worker?.start(engine: self)
+    }
+
+    deinit {
+        worker?.stop()
+    }
+
+    /// Stops the background materializer, if any (idempotent). Pending writes stay captured.
+    public func shutdown() {
+        worker?.stop()
     }
 
     /// The JSON body limit of push (`spec/wire-protocol.md` §9) and of the other routes.
@@ -261,6 +278,12 @@ struct EngineState {
     /// Set while the materializer cannot get past a capture entry: clients waiting for their
     /// writes get 503 `temporary_unavailable` with reason `capture_blocked`, not `capture_pending`.
     var captureBlocked = false
+    /// Signs portable seed export page tokens (`sp1.` tokens) with the seed-page key.
+    let seedPageSigner: TokenSigner
+    /// Signs seed continuation receipts (`sc1.` tokens) with the seed-continuation key.
+    let seedReceiptSigner: TokenSigner
+    /// The `key_id` members of seed tokens, one per seed key.
+    let seedKeyIDs: SeedKeyIDs
 
     init(store: ServerStore, dataset: Dataset) throws {
         self.store = store
@@ -272,6 +295,14 @@ struct EngineState {
         continuationSigner = TokenSigner(
             prefix: "r3", purpose: ServerKeyPurpose.rebuildContinuation.rawValue,
             key: try store.key(ServerKeyPurpose.rebuildContinuation.rawValue))
+        let seedPageKey = try store.key(ServerKeyPurpose.seedPage.rawValue)
+        let seedReceiptKey = try store.key(ServerKeyPurpose.seedContinuation.rawValue)
+        seedPageSigner = TokenSigner(
+            prefix: SeedTokenKind.page.prefix, purpose: ServerKeyPurpose.seedPage.rawValue, key: seedPageKey)
+        seedReceiptSigner = TokenSigner(
+            prefix: SeedTokenKind.continuation.prefix, purpose: ServerKeyPurpose.seedContinuation.rawValue,
+            key: seedReceiptKey)
+        seedKeyIDs = SeedKeyIDs(pageKey: seedPageKey, receiptKey: seedReceiptKey)
     }
 }
 

@@ -53,13 +53,20 @@ enum ConnectEndpoint {
             if previous != now { client.scopeSetVersion += 1 }
             client.assigned = assignedNow
 
-            // Seed receipts: assigned scopes come back in `add`; unassigned ones in `remove` (§3.6).
-            for (scope, _) in request.seedReceipts ?? [] {
-                if now.contains(scope) {
-                    if !added.contains(scope) { added.append(scope) }
-                } else if !removed.contains(scope) {
-                    removed.append(scope)
+            // Seed receipts (§3.6, integrity §7.5): a receipt never grants assignment, so an
+            // unassigned scope comes back in `remove`; an assigned one in `add`, with a cursor at
+            // the seed boundary when its receipt is valid now and `null` (rebuild) otherwise.
+            var seedCursors: [ExactKey: String] = [:]
+            let seedConnect = SeedReceiptValidation.Connect(
+                client: client, presentedSchema: request.schema, dispatch: dispatch)
+            for (scope, receipt) in request.seedReceipts ?? [] {
+                guard ClientGate.contains(assignedNow, scope) else {
+                    if !ClientGate.contains(removed, scope) { removed.append(scope) }
+                    continue
                 }
+                if !ClientGate.contains(added, scope) { added.append(scope) }
+                seedCursors[ExactKey(scope)] = try SeedReceiptValidation.cursor(
+                    receipt: receipt, scope: scope, connect: seedConnect, state: state)
             }
 
             let updates = try cursorUpdates(
@@ -71,7 +78,8 @@ enum ConnectEndpoint {
 
             return EndpointReply(json: try response(
                 context: context, client: client, current: current, dispatch: dispatch,
-                added: added.byteOrdered(), removed: removed.byteOrdered(), updates: updates, state: &state))
+                added: added.byteOrdered(), seedCursors: seedCursors, removed: removed.byteOrdered(),
+                updates: updates, state: &state))
         }
     }
 
@@ -125,40 +133,59 @@ enum ConnectEndpoint {
 
     /// `scope_cursor_updates` (§3.4): for a Class 2/3 action, each kept scope whose presented cursor
     /// is bound to the historical schema gets a same-position replacement or null; after a generation
-    /// renewal every kept scope with a presented cursor gets null (§13 point 8).
+    /// renewal or an explicit reset every kept scope with a presented cursor gets null (§13 point 8).
     private static func cursorUpdates(
         request: ConnectRequest, client: ClientRecord, dispatch: SchemaDispatch, renewed: Bool, kept: Set<String>,
         state: inout EngineState
     ) throws -> [(String, String?)] {
         var updates: [(String, String?)] = []
         let changesSchema = dispatch.action == "replace" || dispatch.action == "rebuild_local"
+        let stream = try StreamState.load(from: state.store)
         for entry in request.knownScopes.entries where kept.contains(entry.scopeID) {
             guard let token = entry.cursor else { continue }
             if renewed || dispatch.resetAll {
                 updates.append((entry.scopeID, nil))
                 continue
             }
-            guard changesSchema, request.schema != nil else { continue }
-            guard let payload = try? state.cursorSigner.verify(token), var cursor = PullCursor(payload: payload),
-                  cursor.user.exactlyEquals(client.userID), cursor.client.exactlyEquals(client.clientID),
-                  cursor.scope.exactlyEquals(entry.scopeID), !dispatch.affected.contains(entry.scopeID),
-                  try cursor.streamGeneration == state.store.metaInteger("stream_generation"),
-                  try cursor.membershipGeneration == state.store.metaInteger("membership_generation"),
-                  try cursor.retentionGeneration == state.store.metaInteger("retention_generation")
+            guard changesSchema, let presented = request.schema else { continue }
+            guard !ClientGate.contains(dispatch.affected, entry.scopeID),
+                  var cursor = replaceable(
+                      token, scope: entry.scopeID, client: client, historical: presented, stream: stream,
+                      signer: state.cursorSigner)
             else {
                 updates.append((entry.scopeID, nil))
                 continue
             }
             cursor.schemaHash = state.manifest.schemaHash
-            cursor.generation = client.generation
             updates.append((entry.scopeID, state.cursorSigner.issue(cursor.payload)))
         }
         return updates.sorted { $0.0.utf8Precedes($1.0) }
     }
 
+    /// The presented cursor when it may continue at the same position under the current schema:
+    /// authentic, issued to this user, client and scope under the presented historical schema and
+    /// the current generation, and still inside the current stream lineage (§3.4: "every other
+    /// binding … is still current"). Nil otherwise, which the response reports as `null`.
+    private static func replaceable(
+        _ token: String, scope: String, client: ClientRecord, historical: SchemaReference, stream: StreamState,
+        signer: TokenSigner
+    ) -> PullCursor? {
+        guard let payload = try? signer.verify(token), let cursor = PullCursor(payload: payload),
+              cursor.user.exactlyEquals(client.userID), cursor.client.exactlyEquals(client.clientID),
+              cursor.scope.exactlyEquals(scope), cursor.generation == client.generation,
+              cursor.schemaHash.exactlyEquals(historical.hash),
+              cursor.streamGeneration == stream.generations.stream,
+              cursor.membershipGeneration == stream.generations.membership,
+              cursor.retentionGeneration == stream.generations.retention,
+              cursor.position >= 0, cursor.position <= stream.position
+        else { return nil }
+        return cursor
+    }
+
     private static func response(
         context: EndpointContext, client: ClientRecord, current: SchemaManifest, dispatch: SchemaDispatch,
-        added: [String], removed: [String], updates: [(String, String?)], state: inout EngineState
+        added: [String], seedCursors: [ExactKey: String], removed: [String], updates: [(String, String?)],
+        state: inout EngineState
     ) throws -> JSONValue {
         var schema = [
             JSONMember("version", .number(JSONNumber(current.schemaVersion))),
@@ -173,8 +200,12 @@ enum ConnectEndpoint {
             JSONMember("scope_set_version", .number(JSONNumber(client.scopeSetVersion))),
             JSONMember("schema", .object(JSONObject(schema))),
             JSONMember("scopes", .object(JSONObject([
+                // Only a converted seed receipt gives an added scope a cursor (§3.5).
                 JSONMember("add", .array(added.map { scope in
-                    .object(JSONObject([JSONMember("id", .string(scope)), JSONMember("cursor", .null)]))
+                    .object(JSONObject([
+                        JSONMember("id", .string(scope)),
+                        JSONMember("cursor", seedCursors[ExactKey(scope)].map(JSONValue.string) ?? .null),
+                    ]))
                 })),
                 JSONMember("remove", .array(removed.map(JSONValue.string))),
             ]))),
@@ -214,10 +245,15 @@ struct AssignmentOverride {
 }
 
 /// The schema action of one connect (§3.3 rows 3–10).
+///
+/// The path from the presented manifest to the current one follows the stored parent links
+/// (``SchemaLineage``); each step's class was checked when it was published. Class 3 steps
+/// contribute their affected entries (scope IDs or per-user patterns, ``AffectedScopes``),
+/// intersected with the client's assignment after this connect's delta.
 struct SchemaDispatch {
     var action: String
     var reason: String?
-    /// Scopes to rebuild for `rebuild_local`.
+    /// Scopes to rebuild for `rebuild_local`, byte order.
     var affected: [String] = []
     /// A valid explicit reset: every kept cursor becomes null.
     var resetAll = false
@@ -225,37 +261,30 @@ struct SchemaDispatch {
     static func decide(
         request: ConnectRequest, client: ClientRecord, assigned: [String], current: SchemaManifest, store: ServerStore
     ) throws -> SchemaDispatch {
+        // Row 3: the fresh sentinel (row 2 already refused every misuse of it).
         guard let presented = request.schema else { return SchemaDispatch(action: "replace") }
+        // Rows 9 and 10. The reset gates (current generation, protocol, runtime) ran before; the
+        // presented reference only has to be well formed: a reset is the one way out of
+        // `unsupported`, including `unknown_schema_lineage`, so it cannot require a known lineage.
         if request.schemaReset {
-            guard try store.manifest(presented) != nil else {
-                return SchemaDispatch(action: "unsupported", reason: "unknown_schema_lineage")
-            }
             return assigned.isEmpty
                 ? SchemaDispatch(action: "replace", resetAll: true)
-                : SchemaDispatch(action: "rebuild_local", affected: assigned, resetAll: true)
+                : SchemaDispatch(action: "rebuild_local", affected: assigned.byteOrdered(), resetAll: true)
         }
+        // Row 4.
         if presented == current.reference { return SchemaDispatch(action: "none") }
-        guard try store.manifest(presented) != nil, presented.version < current.schemaVersion else {
+        // Row 8, unknown lineage.
+        guard let steps = try SchemaLineage.steps(from: presented, to: current.reference, store: store) else {
             return SchemaDispatch(action: "unsupported", reason: "unknown_schema_lineage")
         }
-        let later = try store.db.cachedStatement(
-            "SELECT transition_class, affected_scopes FROM manifests WHERE version > ? ORDER BY version"
-        ).rows([.integer(presented.version)])
-        var affected = Set<String>()
-        var hasClass3 = false
-        for row in later {
-            switch row[0].textValue {
-            case "class_2": continue
-            case "class_3":
-                hasClass3 = true
-                let scopes = try StrictJSONParser().parse(Array((row[1].textValue ?? "[]").utf8))
-                for scope in scopes.arrayValue ?? [] { if let id = scope.stringValue { affected.insert(id) } }
-            default:
-                return SchemaDispatch(action: "unsupported", reason: "incompatible_schema_transition")
-            }
+        // Row 8, a Class 4 boundary anywhere on the path.
+        if steps.contains(where: { $0.transitionClass != .class2 && $0.transitionClass != .class3 }) {
+            return SchemaDispatch(action: "unsupported", reason: "incompatible_schema_transition")
         }
-        let hit = assigned.filter { affected.contains($0) }
-        if hasClass3 && !hit.isEmpty { return SchemaDispatch(action: "rebuild_local", affected: hit) }
+        // Rows 5–7: an empty `rebuild_local` is never emitted.
+        let entries = steps.filter { $0.transitionClass == .class3 }.flatMap(\.affectedScopes)
+        let hit = AffectedScopes.covered(assigned, by: entries)
+        if !hit.isEmpty { return SchemaDispatch(action: "rebuild_local", affected: hit) }
         return SchemaDispatch(action: "replace")
     }
 }

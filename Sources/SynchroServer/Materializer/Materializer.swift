@@ -99,6 +99,11 @@ struct MaterializationBatch {
 
     /// Projection, membership and stream effects of one captured write.
     private mutating func apply(_ entry: CapturedEntry, position: inout Int64) throws {
+        // Capture validates every write against the manifest of its time, so a table the current
+        // manifest lacks was removed by a later schema publication, which also removed the table's
+        // pull-visible rows: the write has nothing left to publish. Skipping it (instead of
+        // blocking) keeps its author's fence satisfiable.
+        guard manifest.table(id: entry.tableID) != nil else { return }
         guard let state = entry.state, (entry.row == nil) == (state == .fence),
               let pk = try? StrictJSONParser().parse(entry.pk)
         else { throw Unmaterializable() }

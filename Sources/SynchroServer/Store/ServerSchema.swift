@@ -5,6 +5,10 @@
 /// same transaction. The materializer turns the log, in LSN order, into `projection` (the
 /// pull-visible row state with its digest), `membership` (scope → identity) and `stream` (the
 /// per-scope change feed). Pull and rebuild read only those three (`spec/integrity.md` §6.1).
+///
+/// A portable seed export copies the live rows of every portable scope from `projection` and
+/// `membership` into `seed_export_rows` at one boundary (`seed_exports`, `seed_export_scopes`):
+/// exports never change afterwards (`spec/integrity.md` §7.2).
 enum ServerSchema {
     static let version: Int32 = 1
 
@@ -144,6 +148,42 @@ enum ServerSchema {
             request_ordinal INTEGER NOT NULL,
             body BLOB NOT NULL,
             PRIMARY KEY(session_id, request_ordinal)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE seed_exports(
+            export_key INTEGER PRIMARY KEY,
+            export_id TEXT NOT NULL UNIQUE,
+            transaction_nonce TEXT NOT NULL,
+            export_manifest_hash TEXT NOT NULL,
+            schema_version INTEGER NOT NULL,
+            schema_hash TEXT NOT NULL,
+            registry_generation INTEGER NOT NULL,
+            stream_generation INTEGER NOT NULL,
+            membership_generation INTEGER NOT NULL,
+            retention_generation INTEGER NOT NULL,
+            boundary INTEGER NOT NULL,
+            page_limit INTEGER NOT NULL,
+            created_us INTEGER NOT NULL
+        );
+
+        CREATE TABLE seed_export_scopes(
+            export_key INTEGER NOT NULL,
+            scope_id TEXT NOT NULL,
+            row_count INTEGER NOT NULL,
+            scope_digest BLOB NOT NULL,
+            PRIMARY KEY(export_key, scope_id)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE seed_export_rows(
+            export_key INTEGER NOT NULL,
+            scope_id TEXT NOT NULL,
+            ordinal INTEGER NOT NULL,
+            table_id TEXT NOT NULL,
+            pk BLOB NOT NULL,
+            row BLOB NOT NULL,
+            server_version TEXT NOT NULL,
+            row_digest BLOB NOT NULL,
+            PRIMARY KEY(export_key, scope_id, ordinal)
         ) WITHOUT ROWID;
         """
 }

@@ -7,13 +7,13 @@ enum PullResponse {
         plan: PullPlan, page: PullPage, client: ClientRecord, stream: StreamState, state: inout EngineState
     ) throws -> [UInt8] {
         var w = ResponseWriter(capacity: 1024 + page.selected.count * 512)
-        var keys = PrimaryKeyFields(manifest: state.manifest)
+        var names = TableNames(manifest: state.manifest)
         w.raw("{")
         w.key("changes")
         w.raw("[")
         for (i, candidate) in page.selected.enumerated() {
             if i > 0 { w.raw(",") }
-            try writeChange(candidate, to: &w, keys: &keys, store: state.store)
+            try writeChange(candidate, to: &w, names: &names, store: state.store)
         }
         w.raw("],")
         w.key("scope_set_version")
@@ -50,7 +50,7 @@ enum PullResponse {
 
     /// One change object from the candidate's latest stream entry: the captured row, never live state.
     private static func writeChange(
-        _ candidate: PullPage.Candidate, to w: inout ResponseWriter, keys: inout PrimaryKeyFields, store: ServerStore
+        _ candidate: PullPage.Candidate, to w: inout ResponseWriter, names: inout TableNames, store: ServerStore
     ) throws {
         let statement = try store.db.cachedStatement(
             "SELECT table_id, pk, op, row, server_version, row_digest FROM stream WHERE position = ?")
@@ -59,32 +59,36 @@ enum PullResponse {
         guard try statement.step(), let operation = StreamOperation(rawValue: statement.int64(at: 2)) else {
             throw SyncIntegrityViolation()
         }
-        let tableID = try statement.text(at: 0)
+        try names.select(statement, column: 0)
         w.raw("{")
         w.key("scope")
         try w.string(candidate.scope)
         w.raw(",")
         w.key("table")
-        try w.string(tableID)
+        w.splice(names.table)
         w.raw(",")
         w.key("op")
         w.raw(operation == .upsert ? #""upsert""# : #""delete""#)
         w.raw(",")
         w.key("pk")
-        try w.primaryKey(fieldID: try keys.fieldID(table: tableID), value: statement.blob(at: 1))
+        w.raw("{")
+        w.splice(names.keyField)
+        w.raw(":")
+        w.spliceColumn(statement, 1)
+        w.raw("}")
         if operation != .delete {
-            let digest = statement.blob(at: 5)
-            guard !statement.isNull(at: 3), digest.count == 32 else { throw SyncIntegrityViolation() }
+            let digestLength = statement.withBlobBytes(at: 5) { $0.count }
+            guard !statement.isNull(at: 3), digestLength == 32 else { throw SyncIntegrityViolation() }
             w.raw(",")
             w.key("row")
-            w.splice(statement.blob(at: 3))
+            w.spliceColumn(statement, 3)
             w.raw(",")
             w.key("row_checksum")
-            w.checksum(digest)
+            try w.checksumColumn(statement, 5)
         }
         w.raw(",")
         w.key("server_version")
-        try w.string(try statement.text(at: 4))
+        try w.stringColumn(statement, 4)
         w.raw("}")
     }
 

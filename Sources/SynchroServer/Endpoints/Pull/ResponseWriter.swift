@@ -35,6 +35,23 @@ struct ResponseWriter {
         bytes.append(contentsOf: json)
     }
 
+    /// Octets that already are one canonical JSON value, read in place from a statement's column.
+    mutating func splice(_ json: UnsafeRawBufferPointer) {
+        bytes.append(contentsOf: json)
+    }
+
+    /// The JSON string of stored text that is printable ASCII without `"` or `\` (a server
+    /// version always is: `spec/wire-protocol.md` §2.8), copied as is because RFC 8785 escapes
+    /// none of it. Returns false, writing nothing, for any other text: the caller then takes the
+    /// escaping path.
+    mutating func plainASCIIString(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard text.allSatisfy({ (0x20...0x7E).contains($0) && $0 != 0x22 && $0 != 0x5C }) else { return false }
+        bytes.append(0x22)
+        bytes.append(contentsOf: text)
+        bytes.append(0x22)
+        return true
+    }
+
     /// `"name":` — the member names used here are ASCII protocol names that need no escaping.
     mutating func key(_ name: StaticString) {
         raw("\"")
@@ -44,9 +61,26 @@ struct ResponseWriter {
 
     /// The checksum object of a 32-octet digest (`spec/wire-protocol.md` §2.9).
     mutating func checksum(_ digest: [UInt8]) {
+        digest.withUnsafeBytes { checksum($0) }
+    }
+
+    /// The checksum object of a digest read in place from a statement's column.
+    mutating func checksum(_ digest: UnsafeRawBufferPointer) {
         raw(#"{"algorithm":"sha256","version":1,"encoding":"hex","digest":""#)
-        bytes.append(contentsOf: Hex.encode(digest).utf8)
+        lowercaseHex(digest)
         raw(#""}"#)
+    }
+
+    /// Lowercase hex straight into the body: one table lookup per nibble, no intermediate string
+    /// (a 1,000-record page writes 1,000 digests).
+    private mutating func lowercaseHex(_ octets: UnsafeRawBufferPointer) {
+        let digits: StaticString = "0123456789abcdef"
+        digits.withUTF8Buffer { table in
+            for octet in octets {
+                bytes.append(table[Int(octet >> 4)])
+                bytes.append(table[Int(octet & 0x0F)])
+            }
+        }
     }
 
     /// The wire `pk` object `{"<pk field>": <key>}` from the stored canonical key value.

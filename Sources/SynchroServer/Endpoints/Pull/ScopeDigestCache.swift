@@ -23,8 +23,13 @@ struct ScopeDigestCache {
 
     /// The digest of `scope` as the store holds it now. Call inside the transaction that fixes the
     /// page or snapshot boundary so that digest and boundary agree.
+    ///
+    /// - Parameter knownCardinality: the scope's live row count when the caller has just counted
+    ///   it in the same transaction (rebuild staging copies exactly those rows); the digest then
+    ///   skips counting again. A digest over a different number of rows is an integrity failure.
     mutating func digest(
-        scope: String, manifest: SchemaManifest, generations: StreamGenerations, store: ServerStore
+        scope: String, manifest: SchemaManifest, generations: StreamGenerations, store: ServerStore,
+        knownCardinality: Int64? = nil
     ) throws -> Entry {
         let lastPosition = try store.db.cachedStatement("SELECT max(position) FROM stream WHERE scope_id = ?")
             .scalar([.text(scope)])?.integerValue ?? 0
@@ -33,7 +38,8 @@ struct ScopeDigestCache {
            cached.schemaHash.exactlyEquals(manifest.schemaHash) {
             return cached
         }
-        let (cardinality, digest) = try Self.compute(scope: scope, schemaHash: manifest.schemaHashOctets, store: store)
+        let (cardinality, digest) = try Self.compute(
+            scope: scope, schemaHash: manifest.schemaHashOctets, store: store, knownCardinality: knownCardinality)
         let entry = Entry(
             schemaHash: manifest.schemaHash, generations: generations, lastPosition: lastPosition,
             cardinality: cardinality, digest: digest)
@@ -43,8 +49,10 @@ struct ScopeDigestCache {
 
     /// One streaming SHA-256 over the scope's live rows in identity order (membership's key order
     /// is `memcmp` of the identity, which is the protocol's order).
-    static func compute(scope: String, schemaHash: [UInt8], store: ServerStore) throws -> (Int64, [UInt8]) {
-        let count = try store.db.cachedStatement("""
+    static func compute(
+        scope: String, schemaHash: [UInt8], store: ServerStore, knownCardinality: Int64? = nil
+    ) throws -> (Int64, [UInt8]) {
+        let count = try knownCardinality ?? store.db.cachedStatement("""
             SELECT count(*) FROM membership m JOIN projection p ON p.identity = m.identity
             WHERE m.scope_id = ? AND p.state = 0
             """).scalar([.text(scope)])?.integerValue ?? 0

@@ -1,29 +1,24 @@
 import SQLiteKit
 import SynchroProtocol
 
-/// The pages of a rebuild session (`spec/wire-protocol.md` §6.2, §6.3). A page is written once, from
-/// the staged rows only, and stored; every later request for it gets the stored octets.
+/// The pages of a rebuild session (`spec/wire-protocol.md` §6.2, §6.3).
+///
+/// A page is a pure function of the staged snapshot: the staged rows of its ordinal range in
+/// ordinal order, spliced as stored, and tokens signed deterministically (HMAC over a payload of
+/// session facts). Building a page again therefore gives the same octets every time, which is what
+/// exact replay requires, without storing each page body beside the staged rows it repeats.
 enum RebuildPage {
-    /// The page whose first record has `ordinal`: the stored body, or a new one built and stored.
-    /// Call inside a write transaction.
+    /// The page whose first record has `ordinal`, built from the staged rows. Call inside the
+    /// transaction that validated the session, so the session and its rows are read together.
     static func body(session: RebuildSession, ordinal: Int64, state: EngineState) throws -> [UInt8] {
-        let db = state.store.db
-        if let stored = try db.cachedStatement(
-            "SELECT body FROM rebuild_pages WHERE session_id = ? AND request_ordinal = ?"
-        ).scalar([.integer(session.id), .integer(ordinal)])?.blobValue {
-            return stored
-        }
-        let body = try build(session: session, ordinal: ordinal, state: state)
-        try db.cachedStatement("INSERT INTO rebuild_pages(session_id, request_ordinal, body) VALUES (?, ?, ?)")
-            .run([.integer(session.id), .integer(ordinal), .blob(body)])
-        return body
+        try build(session: session, ordinal: ordinal, state: state)
     }
 
     private static func build(session: RebuildSession, ordinal: Int64, state: EngineState) throws -> [UInt8] {
         let end = ordinal + session.limit
         let hasMore = end < session.rowCount
         var w = ResponseWriter(capacity: 1024 + Int(session.limit) * 512)
-        var keys = PrimaryKeyFields(manifest: state.manifest)
+        var names = TableNames(manifest: state.manifest)
         w.raw("{")
         w.key("scope")
         try w.string(session.scope)
@@ -35,26 +30,28 @@ enum RebuildPage {
             SELECT table_id, pk, row, server_version, row_digest FROM rebuild_rows
             WHERE session_id = ? AND ordinal >= ? AND ordinal < ? ORDER BY ordinal
             """).forEachRow([.integer(session.id), .integer(ordinal), .integer(end)]) { row in
-            let digest = row.blob(at: 4)
-            guard digest.count == 32 else { throw SyncIntegrityViolation() }
+            guard row.withBlobBytes(at: 4, { $0.count }) == 32 else { throw SyncIntegrityViolation() }
             if written > 0 { w.raw(",") }
             written += 1
-            let tableID = try row.text(at: 0)
+            try names.select(row, column: 0)
             w.raw("{")
             w.key("table")
-            try w.string(tableID)
+            w.splice(names.table)
             w.raw(",")
             w.key("pk")
-            try w.primaryKey(fieldID: try keys.fieldID(table: tableID), value: row.blob(at: 1))
-            w.raw(",")
+            w.raw("{")
+            w.splice(names.keyField)
+            w.raw(":")
+            w.spliceColumn(row, 1)
+            w.raw("},")
             w.key("row")
-            w.splice(row.blob(at: 2))
+            w.spliceColumn(row, 2)
             w.raw(",")
             w.key("row_checksum")
-            w.checksum(digest)
+            try w.checksumColumn(row, 4)
             w.raw(",")
             w.key("server_version")
-            try w.string(try row.text(at: 3))
+            try w.stringColumn(row, 3)
             w.raw("}")
         }
         // The staged rows are the snapshot: fewer than the session promised means they are gone.

@@ -83,22 +83,23 @@ struct RebuildSession {
     /// Creates the session and stages the scope's rows at the current materialization boundary,
     /// in the caller's write transaction (the boundary, the rows and the digest are then one
     /// consistent snapshot).
+    ///
+    /// The rows are copied first, so that the copy's row count is the cardinality the scope digest
+    /// declares: the digest then reads the scope once more for its identities, not twice. The
+    /// session row is completed with count and digest before the transaction commits.
     static func stage(
         request: RebuildRequest, client: ClientRecord, stream: StreamState, now: Int64, state: inout EngineState
     ) throws -> RebuildSession {
         let db = state.store.db
         try purgeExpired(now: now, store: state.store)
-        let digest = try state.scopeDigests.digest(
-            scope: request.scope, manifest: state.manifest, generations: stream.generations, store: state.store)
         try db.cachedStatement("""
             INSERT INTO rebuild_sessions(user_id, client_id, rebuild_id, scope_id, schema_hash, generation,
                 accepted_write_epoch, boundary, page_limit, created_us, row_count, scope_digest)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, X'')
             """).run([
                 .text(client.userID), .text(client.clientID), .text(request.rebuildID), .text(request.scope),
                 .text(state.manifest.schemaHash), .integer(client.generation), .integer(client.acceptedWriteEpoch),
-                .integer(stream.position), .integer(request.limit), .integer(now), .integer(digest.cardinality),
-                .blob(digest.digest),
+                .integer(stream.position), .integer(request.limit), .integer(now),
             ])
         let id = db.lastInsertRowID
         try db.cachedStatement("""
@@ -108,7 +109,13 @@ struct RebuildSession {
             FROM membership m JOIN projection p ON p.identity = m.identity
             WHERE m.scope_id = ?2 AND p.state = 0
             """).run([.integer(id), .text(request.scope)])
-        guard Int64(db.changes) == digest.cardinality else { throw SyncIntegrityViolation() }
+        let staged = Int64(db.changes)
+        let digest = try state.scopeDigests.digest(
+            scope: request.scope, manifest: state.manifest, generations: stream.generations, store: state.store,
+            knownCardinality: staged)
+        guard staged == digest.cardinality else { throw SyncIntegrityViolation() }
+        try db.cachedStatement("UPDATE rebuild_sessions SET row_count = ?, scope_digest = ? WHERE session_id = ?")
+            .run([.integer(digest.cardinality), .blob(digest.digest), .integer(id)])
         try db.cachedStatement("INSERT INTO rebuild_pages(session_id, request_ordinal, body) VALUES (?, ?, ?)")
             .run([.integer(id), .integer(lineageOrdinal), .blob(encodeLineage(stream.generations))])
         return RebuildSession(

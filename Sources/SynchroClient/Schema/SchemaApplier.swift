@@ -1,0 +1,68 @@
+import SQLiteKit
+import SynchroProtocol
+
+/// What ``ClientStore/applySchema(_:)`` did.
+public enum SchemaApplicationOutcome: Sendable, Equatable {
+    /// The fresh store now has the manifest's synced tables, indexes, triggers and metadata.
+    case applied
+    /// The same manifest was already active; its tables and triggers were verified and reinstalled.
+    case alreadyActive
+}
+
+/// Applies a verified manifest to a store that has none yet (`spec/client-store.md` §5, §10 plan steps
+/// `create_table`, `create_index`, `reinstall_capture`, `activate_manifest`), in one schema-migration transaction.
+///
+/// Changing an active schema is a server schema action (compatible migration or reset) and belongs to the sync
+/// loop; here a different active schema is refused. Tables that are not in the manifest are never touched.
+struct SchemaApplier {
+    let manifest: ClientManifest
+    let clock: ClientClock
+
+    func apply(on connection: Connection) throws(ClientStoreError) -> SchemaApplicationOutcome {
+        try mappingStoreErrors {
+            try EngineTransactions.schemaMigration(on: connection) { connection in
+                let reference = manifest.reference
+                let activeVersion = try MetaStore.integer(.schemaVersion, on: connection)
+                let activeHash = try MetaStore.value(.schemaHash, on: connection) ?? ""
+                let isFresh = activeVersion <= 0 || activeHash.isEmpty
+                if !isFresh && !(activeVersion == reference.version && activeHash.exactlyEquals(reference.hash)) {
+                    throw ClientStoreError.schemaApplication(
+                        .differentSchemaActive(version: activeVersion, hash: activeHash))
+                }
+                try createTables(on: connection)
+                try activate(on: connection)
+                try CaptureTriggerInstaller.install(manifest.localSchema, on: connection)
+                return isFresh ? .applied : .alreadyActive
+            }
+        }
+    }
+
+    /// Creates each table (or verifies an existing one has exactly the synced layout) and its indexes.
+    private func createTables(on connection: Connection) throws {
+        for table in manifest.localSchema {
+            let existing = try connection.columns(of: table.tableName)
+            if existing.isEmpty {
+                try connection.execute(SyncedTableDDL.createTable(table))
+            } else if !SyncedTableDDL.matches(existing, table) {
+                throw ClientStoreError.schemaApplication(.tableConflict(table.tableName))
+            }
+            for index in table.indexes {
+                if let sql = SyncedTableDDL.createIndex(index, on: table) {
+                    try connection.execute(sql)
+                }
+            }
+        }
+    }
+
+    /// `activate_manifest`: schema reference, archive row, local schema and manifest JSON.
+    private func activate(on connection: Connection) throws {
+        let reference = manifest.reference
+        try MetaStore.set(.schemaVersion, String(reference.version), on: connection)
+        try MetaStore.set(.schemaHash, reference.hash, on: connection)
+        try SchemaArchive.archive(
+            version: reference.version, hash: reference.hash, tables: manifest.localSchema,
+            createdAt: clock.timestamp(), on: connection)
+        try MetaStore.set(.localSchema, try LocalSchemaJSON.encode(manifest.localSchema), on: connection)
+        try MetaStore.set(.schemaManifest, manifest.canonicalJSON, on: connection)
+    }
+}

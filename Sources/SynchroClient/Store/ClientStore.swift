@@ -1,0 +1,297 @@
+import SQLiteKit
+import Synchronization
+import SynchroProtocol
+
+/// The local store of the headless client: one SQLite working database in the upstream Swift client's layout
+/// (`spec/client-store.md`), opened through two connections on the same file as upstream does —
+///
+/// - the **engine** connection (WAL, foreign keys, 5 s busy timeout) that migrates the file, applies schemas,
+///   and runs server-apply transactions with capture suppressed;
+/// - the **application** connection, restricted by the application SQL policy, on which `query`, `execute`,
+///   `transaction` and `atomicWriteTransaction` run and where capture triggers record local intent.
+///
+/// Each connection is used under its own lock. An application transaction callback must return before the
+/// store's other methods are called: they are refused from inside it instead of waiting on its write lock.
+public final class ClientStore: Sendable {
+    /// The configuration the store was opened with.
+    public let configuration: ClientStoreConfiguration
+    /// The layout the file had before this open migrated it.
+    public let openedLayout: StoreLayout
+
+    private let engine: Mutex<Connection?>
+    private let application: Mutex<ApplicationConnection?>
+
+    /// Opens (creating when missing) the working database, runs the remaining migration steps — which turns a
+    /// seed in the interchange baseline layout into the current layout — and verifies the result.
+    public init(configuration: ClientStoreConfiguration) throws(ClientStoreError) {
+        guard configuration.clientID.isCleanClientID else {
+            throw .invalidConfiguration(reason: "the client ID is empty or not I-JSON clean")
+        }
+        self.configuration = configuration
+        let engineConnection: Connection
+        do {
+            engineConnection = try ConnectionConventions.openEngine(path: configuration.path)
+        } catch {
+            throw .sqlite(error)
+        }
+        let layout: StoreLayout
+        let tables: [LocalSchemaTable]
+        let applicationConnection: ApplicationConnection
+        do {
+            layout = try StoreMigrator(connection: engineConnection, clock: configuration.clock).migrate()
+            tables = try Self.storedLocalSchema(on: engineConnection)
+            applicationConnection = try mappingStoreErrors {
+                try ApplicationConnection(
+                    path: configuration.path, clientID: configuration.clientID, uuids: configuration.uuids,
+                    clock: configuration.clock)
+            }
+        } catch {
+            engineConnection.close()
+            throw error
+        }
+        applicationConnection.updateSyncedTables(tables)
+        openedLayout = layout
+        engine = Mutex(engineConnection)
+        application = Mutex(applicationConnection)
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Closes both connections; the engine checkpoints the WAL (TRUNCATE) first, as upstream does on close.
+    /// Later calls fail with `closed`.
+    public func close() {
+        application.withLock { connection in
+            connection?.close()
+            connection = nil
+        }
+        engine.withLock { connection in
+            _ = try? connection?.checkpoint(.truncate)
+            connection?.close()
+            connection = nil
+        }
+    }
+
+    // MARK: - Engine
+
+    /// Runs `body` on the engine connection (no transaction), refusing calls from inside an application
+    /// transaction callback.
+    func withEngine<Value: Sendable>(
+        _ body: (Connection) throws(ClientStoreError) -> Value
+    ) throws(ClientStoreError) -> Value {
+        guard !ApplicationScope.isActive(self) else { throw .calledInsideApplicationTransaction }
+        return try engine.withLock { (connection: inout Connection?) throws(ClientStoreError) -> Value in
+            guard let connection else { throw .closed }
+            return try body(connection)
+        }
+    }
+
+    /// Applies a verified manifest to a store that has no active schema: synced tables with the declared types,
+    /// manifest indexes, capture triggers, schema metadata and the archive row, in one schema-migration
+    /// transaction (`spec/client-store.md` §5, §10). Applying the active manifest again verifies and reinstalls.
+    /// Local-only tables are never touched.
+    @discardableResult
+    public func applySchema(_ manifest: ClientManifest) throws(ClientStoreError) -> SchemaApplicationOutcome {
+        let outcome = try withEngine { (connection) throws(ClientStoreError) -> SchemaApplicationOutcome in
+            try SchemaApplier(manifest: manifest, clock: configuration.clock).apply(on: connection)
+        }
+        try withApplication { (connection) throws(ClientStoreError) in
+            connection.updateSyncedTables(manifest.localSchema)
+        }
+        return outcome
+    }
+
+    /// The synced tables of the active schema (empty for a fresh store).
+    public func localSchema() throws(ClientStoreError) -> [LocalSchemaTable] {
+        try withEngine { (connection) throws(ClientStoreError) -> [LocalSchemaTable] in
+            try Self.storedLocalSchema(on: connection)
+        }
+    }
+
+    /// The value of a `_synchro_meta` key.
+    public func meta(_ key: MetaKey) throws(ClientStoreError) -> String? {
+        try withEngine { (connection) throws(ClientStoreError) -> String? in
+            try mappingStoreErrors { try MetaStore.value(key, on: connection) }
+        }
+    }
+
+    /// Runs `body` in one server-apply transaction: `sync_lock = '1'` from start to just before commit, so rows
+    /// written for pull, rebuild, push reconciliation, scope cleanup or seed installation create no mutation
+    /// (no echo). A failure rolls everything back, including the flag.
+    @discardableResult
+    public func serverApply<Value: Sendable>(
+        _ body: (EngineTransaction) throws -> Value
+    ) throws -> Value {
+        guard !ApplicationScope.isActive(self) else { throw ClientStoreError.calledInsideApplicationTransaction }
+        return try engine.withLock { (connection: inout Connection?) throws -> Value in
+            guard let connection else { throw ClientStoreError.closed }
+            do {
+                return try EngineTransactions.serverApply(on: connection) { connection in
+                    let transaction = EngineTransaction(connection: connection)
+                    defer { transaction.end() }
+                    return try body(transaction)
+                }
+            } catch let error as SQLiteError {
+                // The callback reports through EngineTransaction (ClientStoreError); a bare SQLite error comes
+                // from the transaction itself (BEGIN, the capture switch, COMMIT).
+                throw ClientStoreError.sqlite(error)
+            }
+        }
+    }
+
+    /// Forces capture back on (`sync_lock = '0'`), as every sync start does against a crash leftover.
+    public func resetCaptureSuppression() throws(ClientStoreError) {
+        try withEngine { (connection) throws(ClientStoreError) in
+            try mappingStoreErrors { try MetaStore.set(.syncLock, "0", on: connection) }
+        }
+    }
+
+    /// Every ledger entry with its authored values, in local order.
+    public func ledger() throws(ClientStoreError) -> [PendingMutation] {
+        try withEngine { (connection) throws(ClientStoreError) -> [PendingMutation] in
+            try MutationLedger.entries(on: connection)
+        }
+    }
+
+    /// Unresolved ledger entries (not accepted, rejected, over a push limit, superseded or cancelled) in
+    /// capture order: the pending count and the candidates the sealing step reads.
+    public func unresolvedMutations() throws(ClientStoreError) -> [PendingMutation] {
+        try withEngine { (connection) throws(ClientStoreError) -> [PendingMutation] in
+            try MutationLedger.entriesInCaptureOrder(
+                where: "candidate.lifecycle_state NOT IN \(MutationLifecycleState.resolvedSQLList)", on: connection)
+        }
+    }
+
+    /// Runs pre-wire same-row normalization over every unsealed chain in one transaction
+    /// (`spec/client-store.md` §8): merged successors, superseded and cancelled sources, blocked successors.
+    public func normalizePendingMutations() throws(ClientStoreError) {
+        try withEngine { (connection) throws(ClientStoreError) in
+            try mappingStoreErrors {
+                try connection.transaction(kind: .immediate) {
+                    try ChainNormalizer(connection: connection, uuids: configuration.uuids, clock: configuration.clock)
+                        .normalizeAll()
+                }
+            }
+        }
+    }
+
+    // MARK: - Application
+
+    func withApplication<Value: Sendable>(
+        _ body: (ApplicationConnection) throws(ClientStoreError) -> Value
+    ) throws(ClientStoreError) -> Value {
+        try application.withLock { (connection: inout ApplicationConnection?) throws(ClientStoreError) -> Value in
+            guard let connection else { throw .closed }
+            return try body(connection)
+        }
+    }
+
+    /// Runs one read-only statement and returns its rows. The statement is classified before it runs: writes
+    /// (also with `RETURNING`), transaction control and several statements are refused.
+    public func query(_ sql: String, _ arguments: [SQLiteValue] = []) throws(ApplicationSQLError) -> [Row] {
+        guard !ApplicationScope.isActive(self) else { throw .nestedTransaction }
+        return try application.withLock { (connection: inout ApplicationConnection?) throws(ApplicationSQLError) -> [Row] in
+            guard let connection else { throw .closed }
+            return try connection.query(sql, arguments)
+        }
+    }
+
+    /// Runs one write in its own managed transaction and returns the rows it changed directly (a soft delete,
+    /// which keeps its row, reports 0). Writes to synced tables are captured in the same transaction.
+    @discardableResult
+    public func execute(_ sql: String, _ arguments: [SQLiteValue] = []) throws(ApplicationSQLError) -> Int {
+        do {
+            return try transaction { transaction throws(ApplicationSQLError) -> Int in
+                try transaction.execute(sql, arguments)
+            }
+        } catch let error as ApplicationSQLError {
+            throw error
+        } catch let error as SQLiteError {
+            throw .sqlite(error)
+        } catch {
+            throw .store(.sqlite(SQLiteError(reason: .sqlite, code: .error, message: String(describing: error))))
+        }
+    }
+
+    /// Runs `body` in one local write transaction: all its statements and their capture commit together, or
+    /// nothing does. A local transaction is not a server-atomic group (use ``atomicWriteTransaction(_:)``).
+    @discardableResult
+    public func transaction<Value: Sendable>(_ body: (ApplicationTransaction) throws -> Value) throws -> Value {
+        try managedWrite(mask: nil, atomic: false, body)
+    }
+
+    /// Runs `body` as one atomic write group: every synced mutation it captures carries one group ID, the server
+    /// applies all or none, and the group is validated before the local commit (`spec/integrity.md` §5.3). A
+    /// failed rule throws ``AtomicGroupInvalid`` and rolls everything back.
+    @discardableResult
+    public func atomicWriteTransaction<Value: Sendable>(
+        _ body: (ApplicationTransaction) throws -> Value
+    ) throws -> Value {
+        try managedWrite(mask: nil, atomic: true, body)
+    }
+
+    /// Runs `body` with one authored column mask for the whole callback (`spec/client-store.md` §7): an UPDATE
+    /// captures only the changed columns the mask names for its table, and UPDATEs of other synced tables
+    /// capture nothing. Names are matched to the schema's spelling case-insensitively.
+    @discardableResult
+    public func authoredWriteTransaction<Value: Sendable>(
+        table: String, operation: PushOperation, columns: [String], _ body: (ApplicationTransaction) throws -> Value
+    ) throws -> Value {
+        guard !table.isEmpty else { throw ApplicationSQLError.invalidAuthoredMask(reason: "the table name is empty") }
+        guard columns.allSatisfy({ !$0.isEmpty }) else {
+            throw ApplicationSQLError.invalidAuthoredMask(reason: "a column name is empty")
+        }
+        guard Set(columns.map(SQLName.normalized)).count == columns.count else {
+            throw ApplicationSQLError.invalidAuthoredMask(reason: "column names repeat")
+        }
+        let mask = try withApplication { (connection) throws(ClientStoreError) -> CaptureContext in
+            let schema = connection.syncedTable(named: table)
+            return CaptureContext(
+                tableName: schema?.tableName ?? table, operation: operation,
+                columnNames: columns.map { schema?.column(named: $0)?.name ?? $0 })
+        }
+        return try managedWrite(mask: mask, atomic: false, body)
+    }
+
+    private func managedWrite<Value: Sendable>(
+        mask: CaptureContext?, atomic: Bool, _ body: (ApplicationTransaction) throws -> Value
+    ) throws -> Value {
+        guard !ApplicationScope.isActive(self) else { throw ApplicationSQLError.nestedTransaction }
+        return try application.withLock { (connection: inout ApplicationConnection?) throws -> Value in
+            guard let connection else { throw ApplicationSQLError.closed }
+            return try ApplicationScope.within(self) {
+                try connection.managedWrite(mask: mask, atomic: atomic, body)
+            }
+        }
+    }
+
+    // MARK: - Helpers
+
+    private static func storedLocalSchema(on connection: Connection) throws(ClientStoreError) -> [LocalSchemaTable] {
+        let encoded = try mappingStoreErrors { try MetaStore.value(.localSchema, on: connection) }
+        guard let encoded else { return [] }
+        return try LocalSchemaJSON.decode(encoded)
+    }
+}
+
+/// Which stores have an application transaction callback running on the current task or thread, so a
+/// re-entrant call is refused instead of deadlocking on the store's own lock.
+enum ApplicationScope {
+    @TaskLocal static var activeStores: Set<ObjectIdentifier> = []
+
+    static func isActive(_ store: ClientStore) -> Bool {
+        activeStores.contains(ObjectIdentifier(store))
+    }
+
+    static func within<Value>(_ store: ClientStore, _ body: () throws -> Value) rethrows -> Value {
+        try $activeStores.withValue(activeStores.union([ObjectIdentifier(store)]), operation: body)
+    }
+}
+
+extension String {
+    /// A non-empty client ID that RFC 8785 can encode (the push envelope's rule).
+    var isCleanClientID: Bool {
+        !isEmpty && (try? CanonicalJSON.encode(.string(self))) != nil
+    }
+}

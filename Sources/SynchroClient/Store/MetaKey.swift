@@ -1,0 +1,57 @@
+import SQLiteKit
+
+/// The keys of `_synchro_meta` (`spec/client-store.md` §3). Values are text; integers are canonical base-10.
+public enum MetaKey: String, Sendable, CaseIterable {
+    /// `'0'` captures application writes; `'1'` is server-apply mode, in which the capture triggers do not fire.
+    case syncLock = "sync_lock"
+    /// Legacy protocol-2 checkpoint; stays `'0'`.
+    case checkpoint
+    /// Active immutable schema version; missing or `0` is the fresh sentinel.
+    case schemaVersion = "schema_version"
+    /// Active schema hash; missing or empty is the fresh sentinel.
+    case schemaHash = "schema_hash"
+    /// JSON array of LocalSchemaTable objects describing the synced tables.
+    case localSchema = "local_schema"
+    /// The active manifest JSON.
+    case schemaManifest = "schema_manifest"
+    /// The client ID the database is bound to.
+    case clientServerID = "client_server_id"
+    /// Server-issued client generation.
+    case clientGeneration = "client_generation"
+    /// The server's scope-set version.
+    case scopeSetVersion = "scope_set_version"
+    /// Seed finalization flag.
+    case snapshotComplete = "snapshot_complete"
+    /// Transient: the atomic write group being captured; never present in a committed database.
+    case atomicGroupID = "atomic_group_id"
+}
+
+/// Reads and writes of `_synchro_meta` on whichever connection runs the current transaction.
+enum MetaStore {
+    static func value(_ key: MetaKey, on connection: Connection) throws(SQLiteError) -> String? {
+        try connection.cachedStatement("SELECT value FROM _synchro_meta WHERE key = ?")
+            .scalar([.text(key.rawValue)])?.textValue
+    }
+
+    static func set(_ key: MetaKey, _ value: String, on connection: Connection) throws(SQLiteError) {
+        // A plain UPDATE-or-INSERT pair, so nothing here depends on UPSERT support.
+        let update = try connection.cachedStatement("UPDATE _synchro_meta SET value = ? WHERE key = ?")
+        try update.run([.text(value), .text(key.rawValue)])
+        if connection.changes == 0 {
+            try connection.cachedStatement("INSERT INTO _synchro_meta (key, value) VALUES (?, ?)")
+                .run([.text(key.rawValue), .text(value)])
+        }
+    }
+
+    static func remove(_ key: MetaKey, on connection: Connection) throws(SQLiteError) {
+        try connection.cachedStatement("DELETE FROM _synchro_meta WHERE key = ?").run([.text(key.rawValue)])
+    }
+
+    /// The integer value of `key`, 0 when it is missing or not a plain integer (the upstream reading).
+    static func integer(_ key: MetaKey, on connection: Connection) throws(SQLiteError) -> Int64 {
+        guard let text = try value(key, on: connection), let number = Int64(text) else {
+            return 0
+        }
+        return number
+    }
+}

@@ -1,0 +1,115 @@
+import SQLiteKit
+import SynchroProtocol
+
+/// One page of one scope of an export (`spec/integrity.md` §7.2, `spec/seed-format.md` §3):
+/// `{scope, records: [{table, pk, row_checksum, server_version, row}], page_token, has_more}`,
+/// read from the export's staged rows only.
+struct SeedExportPage {
+    /// `POST /operator/seed/scope` body members.
+    struct Request {
+        let scopeID: String
+        let pageToken: String
+        let receipt: String
+        let expectedRowOrdinal: Int64
+        let limit: Int64
+
+        /// Reads the exact request object.
+        init(json body: JSONValue) throws(ExactObjectReader.Violation) {
+            let reader = try ExactObjectReader(body, path: "", required: [
+                "scope_id", "page_token", "continuation_receipt", "expected_row_ordinal", "limit",
+            ])
+            scopeID = try reader.string("scope_id")
+            pageToken = try reader.string("page_token")
+            receipt = try reader.string("continuation_receipt")
+            expectedRowOrdinal = try reader.integer("expected_row_ordinal", in: ExactObjectReader.nonNegative)
+            limit = try reader.integer("limit", in: ExactObjectReader.pageLimit)
+        }
+    }
+
+    let export: SeedExport
+    let scope: SeedExportScope
+    /// The first row of the page.
+    let ordinal: Int64
+
+    /// The page a request names, after every binding check; any failure is the same 400 without
+    /// detail, so a caller learns nothing about which binding a token broke.
+    static func resolve(_ request: Request, state: EngineState) throws -> SeedExportPage {
+        let rejected = WireError(.invalidRequest, "invalid seed page request")
+        guard let payload = try? state.seedPageSigner.verify(request.pageToken),
+              let page = try? SeedPagePayload(payload: payload),
+              let export = try SeedExport.load(exportID: page.exportID, store: state.store),
+              let scope = export.scope(request.scopeID),
+              let ordinal = Int64(exactly: page.nextRowOrdinal),
+              SeedExportTokens.matches(payload, SeedExportTokens.pagePayload(
+                  export: export, scope: scope, ordinal: ordinal, keyID: state.seedKeyIDs.page)),
+              ordinal == request.expectedRowOrdinal, request.limit == export.pageLimit,
+              ordinal == 0 || ordinal < scope.rowCount
+        else { throw rejected }
+        guard let receiptPayload = try? state.seedReceiptSigner.verify(request.receipt),
+              SeedExportTokens.matches(receiptPayload, try SeedExportTokens.receiptPayload(
+                  export: export, scope: scope, keyID: state.seedKeyIDs.receipt))
+        else { throw rejected }
+        return SeedExportPage(export: export, scope: scope, ordinal: ordinal)
+    }
+
+    /// The response body: records in ascending row-identity order (staged ordinal order) and the
+    /// next page's token, or null on the last page.
+    func body(state: EngineState) throws -> [UInt8] {
+        let end = ordinal + export.pageLimit
+        let hasMore = end < scope.rowCount
+        var w = ResponseWriter(capacity: 1024 + Int(export.pageLimit) * 512)
+        // Key fields come from the manifest the export was taken under, not whatever is current.
+        guard let reference = try? SchemaReference(version: export.schemaVersion, hash: export.schemaHash),
+              let (manifest, _) = try state.store.manifest(reference)
+        else { throw SyncIntegrityViolation() }
+        var keys = PrimaryKeyFields(manifest: manifest)
+        w.raw("{")
+        w.key("scope")
+        try w.string(scope.id)
+        w.raw(",")
+        w.key("records")
+        w.raw("[")
+        var written: Int64 = 0
+        try state.store.db.cachedStatement("""
+            SELECT table_id, pk, row, server_version, row_digest FROM seed_export_rows
+            WHERE export_key = ? AND scope_id = ? AND ordinal >= ? AND ordinal < ? ORDER BY ordinal
+            """).forEachRow([.integer(export.key), .text(scope.id), .integer(ordinal), .integer(end)]) { row in
+            let digest = row.blob(at: 4)
+            guard digest.count == 32 else { throw SyncIntegrityViolation() }
+            if written > 0 { w.raw(",") }
+            written += 1
+            let tableID = try row.text(at: 0)
+            w.raw("{")
+            w.key("table")
+            try w.string(tableID)
+            w.raw(",")
+            w.key("pk")
+            try w.primaryKey(fieldID: try keys.fieldID(table: tableID), value: row.blob(at: 1))
+            w.raw(",")
+            w.key("row_checksum")
+            w.checksum(digest)
+            w.raw(",")
+            w.key("server_version")
+            try w.string(try row.text(at: 3))
+            w.raw(",")
+            w.key("row")
+            w.splice(row.blob(at: 2))
+            w.raw("}")
+        }
+        // The stage is the snapshot: fewer rows than the export promised means it was damaged.
+        guard written == min(export.pageLimit, max(0, scope.rowCount - ordinal)) else { throw SyncIntegrityViolation() }
+        w.raw("],")
+        w.key("page_token")
+        if hasMore {
+            try w.string(state.seedPageSigner.issue(SeedExportTokens.pagePayload(
+                export: export, scope: scope, ordinal: end, keyID: state.seedKeyIDs.page)))
+        } else {
+            w.raw("null")
+        }
+        w.raw(",")
+        w.key("has_more")
+        w.bool(hasMore)
+        w.raw("}")
+        return w.bytes
+    }
+}

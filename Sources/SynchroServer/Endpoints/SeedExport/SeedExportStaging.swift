@@ -1,0 +1,130 @@
+import SQLiteKit
+import SynchroProtocol
+
+/// Creates a portable seed export: one consistent snapshot of every declared portable scope at one
+/// materialization boundary (`spec/integrity.md` §7.2).
+///
+/// The export reads only WAL-materialized state (`projection` ∩ `membership`, live rows), like a
+/// rebuild stage, and copies the rows into `seed_export_rows` with their ordinals; pages are then
+/// served from that copy alone, so writes, materialization or retention after the manifest call
+/// never change an export, and any page can be fetched again with identical content.
+enum SeedExportStaging {
+    /// The `domain` of `export_manifest_hash` (the trailing zero octet is appended by the writer).
+    static let manifestHashDomain = "synchro:v3:seed-export-manifest:v1"
+
+    /// Stages a new export with `pageLimit` rows per page and returns it. Call inside one write
+    /// transaction: the boundary, the digests and the staged rows are then one snapshot.
+    static func stage<Random: RandomNumberGenerator>(
+        pageLimit: Int64, now: Int64, state: inout EngineState, random: inout Random
+    ) throws -> SeedExport {
+        let store = state.store
+        let stream = try StreamState.load(from: store)
+        var scopes: [SeedExportScope] = []
+        for scopeID in state.dataset.portableScopes {
+            let entry = try state.scopeDigests.digest(
+                scope: scopeID, manifest: state.manifest, generations: stream.generations, store: store)
+            scopes.append(SeedExportScope(id: scopeID, rowCount: entry.cardinality, digest: entry.digest))
+        }
+        let unhashed = SeedExport(
+            key: 0, exportID: newExportID(using: &random), transactionNonce: newNonce(using: &random),
+            manifestHash: "", schemaVersion: state.manifest.schemaVersion, schemaHash: state.manifest.schemaHash,
+            registryGeneration: try store.metaInteger("registry_generation"), generations: stream.generations,
+            boundary: stream.position, pageLimit: pageLimit, created: now, scopes: scopes)
+        let export = try SeedExport.insert(unhashed.hashed(), store: store)
+        for scope in export.scopes {
+            try stageRows(of: scope, export: export, store: store)
+        }
+        return export
+    }
+
+    /// Copies the scope's live materialized rows, numbered in ascending row-identity order (the
+    /// BLOB order of `identity` is `memcmp`, the protocol's order).
+    private static func stageRows(of scope: SeedExportScope, export: SeedExport, store: ServerStore) throws {
+        try store.db.cachedStatement("""
+            INSERT INTO seed_export_rows(export_key, scope_id, ordinal, table_id, pk, row, server_version, row_digest)
+            SELECT ?1, ?2, row_number() OVER (ORDER BY m.identity) - 1, p.table_id, p.pk, p.row, p.server_version,
+                   p.row_digest
+            FROM membership m JOIN projection p ON p.identity = m.identity
+            WHERE m.scope_id = ?2 AND p.state = 0
+            """).run([.integer(export.key), .text(scope.id)])
+        // The digest was computed from the same rows in this transaction; a different count means
+        // the materialized state is inconsistent, and no export may be published from it.
+        guard Int64(store.db.changes) == scope.rowCount else { throw SyncIntegrityViolation() }
+    }
+
+    /// A random (version 4) UUID in canonical lowercase form.
+    private static func newExportID<Random: RandomNumberGenerator>(using random: inout Random) -> String {
+        var octets = (0..<16).map { _ in UInt8.random(in: 0...255, using: &random) }
+        octets[6] = octets[6] & 0x0F | 0x40
+        octets[8] = octets[8] & 0x3F | 0x80
+        let hex = Array(Hex.encode(octets))
+        return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(hex[$0]) }.joined(separator: "-")
+    }
+
+    /// base64url of 32 random octets (`transaction_nonce`).
+    private static func newNonce<Random: RandomNumberGenerator>(using random: inout Random) -> String {
+        Base64URL.encode((0..<32).map { _ in UInt8.random(in: 0...255, using: &random) })
+    }
+}
+
+extension SeedExport {
+    /// The manifest object of `spec/integrity.md` §7.2 that `export_manifest_hash` covers: no
+    /// `export_manifest_hash`, and no `continuation` or `page_token` in the scope entries; every
+    /// integer a JSON number.
+    func hashedManifest() throws -> JSONValue {
+        .object(JSONObject(try manifestMembers(scopeExtras: { _ in [] })))
+    }
+
+    /// The complete manifest returned by `POST /operator/seed/manifest`: the hashed members, the
+    /// hash, and per scope its continuation receipt and first page token (row ordinal 0).
+    func manifest(pageSigner: TokenSigner, receiptSigner: TokenSigner, keyIDs: SeedKeyIDs) throws -> JSONValue {
+        var members = try manifestMembers { scope in
+            [
+                JSONMember("continuation", .string(receiptSigner.issue(
+                    try SeedExportTokens.receiptPayload(export: self, scope: scope, keyID: keyIDs.receipt)))),
+                JSONMember("page_token", .string(pageSigner.issue(
+                    SeedExportTokens.pagePayload(export: self, scope: scope, ordinal: 0, keyID: keyIDs.page)))),
+            ]
+        }
+        members.insert(JSONMember("export_manifest_hash", .string(manifestHash)), at: 1)
+        return .object(JSONObject(members))
+    }
+
+    /// `hex(SHA-256(ASCII(domain) || 0x00 || RFC8785_UTF8(hashed manifest)))`.
+    static func manifestHash(of hashedManifest: JSONValue) throws -> String {
+        var writer = OctetWriter(domain: SeedExportStaging.manifestHashDomain, capacity: 1024)
+        writer.append(try CanonicalJSON.encode(hashedManifest))
+        return Hex.encode(SHA256.hash(writer.bytes))
+    }
+
+    /// This export with its `export_manifest_hash` computed.
+    fileprivate func hashed() throws -> SeedExport {
+        SeedExport(
+            key: key, exportID: exportID, transactionNonce: transactionNonce,
+            manifestHash: try Self.manifestHash(of: try hashedManifest()), schemaVersion: schemaVersion,
+            schemaHash: schemaHash, registryGeneration: registryGeneration, generations: generations,
+            boundary: boundary, pageLimit: pageLimit, created: created, scopes: scopes)
+    }
+
+    private func manifestMembers(scopeExtras: (SeedExportScope) throws -> [JSONMember]) throws -> [JSONMember] {
+        let entries = try scopes.map { scope -> JSONValue in
+            .object(JSONObject([
+                JSONMember("id", .string(scope.id)),
+                JSONMember("registry_generation", .number(JSONNumber(registryGeneration))),
+                JSONMember("membership_generation", .number(JSONNumber(generations.membership))),
+                JSONMember("retention_generation", .number(JSONNumber(generations.retention))),
+                JSONMember("cardinality", .number(JSONNumber(scope.rowCount))),
+                JSONMember("checksum", try scope.checksum()),
+            ] + (try scopeExtras(scope))))
+        }
+        return [
+            JSONMember("export_id", .string(exportID)),
+            JSONMember("schema_version", .number(JSONNumber(schemaVersion))),
+            JSONMember("schema_hash", .string(schemaHash)),
+            JSONMember("stream_generation", .number(JSONNumber(generations.stream))),
+            JSONMember("snapshot_boundary", snapshotBoundary.json),
+            JSONMember("page_limit", .number(JSONNumber(pageLimit))),
+            JSONMember("portable_scopes", .array(entries)),
+        ]
+    }
+}

@@ -1,0 +1,95 @@
+import SQLiteKit
+import SynchroProtocol
+
+/// Turns a seed continuation receipt presented on connect into a normal incremental cursor at the
+/// export boundary, bound to the user and client — the only non-null cursor a `scopes.add` entry
+/// ever carries (`spec/integrity.md` §7.5, `spec/wire-protocol.md` §3.6).
+///
+/// The caller handles assignment first: a receipt for a scope the client is not assigned is
+/// answered with `scopes.remove` and never reaches this check. Every failure here — forged or
+/// malformed token, another scope, an export this server does not hold, a stale lineage, an
+/// incompatible schema, a boundary the stream cannot resume from — gives the same answer, no
+/// cursor: the client rebuilds the scope. The client sees no reason (integrity §9 point 6).
+enum SeedReceiptValidation {
+    /// The connect a receipt arrives with.
+    struct Connect {
+        /// The client after this connect's generation renewal: the cursor binds its new generation.
+        let client: ClientRecord
+        /// The schema the client says it has installed (nil: the fresh sentinel).
+        let presentedSchema: SchemaReference?
+        let dispatch: SchemaDispatch
+    }
+
+    /// The cursor for the assigned `scope` when `receipt` is valid under the current server state;
+    /// nil otherwise.
+    static func cursor(receipt: String, scope: String, connect: Connect, state: EngineState) throws -> String? {
+        let stream = try StreamState.load(from: state.store)
+        guard let export = try authenticExport(receipt: receipt, scope: scope, state: state),
+              ClientGate.contains(state.dataset.portableScopes, scope),
+              schemaContinues(export: export, scope: scope, connect: connect, current: state.manifest),
+              let position = try resumablePosition(export: export, stream: stream, store: state.store)
+        else { return nil }
+        return state.cursorSigner.issue(PullCursor(
+            user: connect.client.userID, client: connect.client.clientID, generation: connect.client.generation,
+            scope: scope, schemaHash: state.manifest.schemaHash, generations: stream.generations, position: position
+        ).payload)
+    }
+
+    /// The export the receipt was issued by, when the receipt is authentic (MAC in constant time),
+    /// has the exact receipt payload (kind, version, members), names `scope`, and equals the
+    /// receipt this server issued for that scope of that export — same key, schema, generations,
+    /// boundary, cardinality, checksum and issue time.
+    private static func authenticExport(receipt: String, scope: String, state: EngineState) throws -> SeedExport? {
+        guard let payload = try? state.seedReceiptSigner.verify(receipt),
+              let decoded = try? SeedContinuationPayload(payload: payload), decoded.scopeID.exactlyEquals(scope),
+              let export = try SeedExport.load(exportID: decoded.exportID, store: state.store),
+              let exported = export.scope(scope),
+              SeedExportTokens.matches(payload, try SeedExportTokens.receiptPayload(
+                  export: export, scope: exported, keyID: state.seedKeyIDs.receipt))
+        else { return nil }
+        return export
+    }
+
+    /// Whether the seed's rows, digested under the export's schema, continue under the schema this
+    /// connect selects.
+    ///
+    /// The receipt must describe what the client has installed (the seed's own schema), the
+    /// dispatch must leave the client on a usable schema without rebuilding this scope, and the
+    /// export's schema must lead to the current one compatibly.
+    private static func schemaContinues(
+        export: SeedExport, scope: String, connect: Connect, current: SchemaManifest
+    ) -> Bool {
+        guard let presented = connect.presentedSchema, presented.version == export.schemaVersion,
+              presented.hash.exactlyEquals(export.schemaHash)
+        else { return false }
+        let dispatch = connect.dispatch
+        guard dispatch.action != "unsupported", !dispatch.resetAll, !ClientGate.contains(dispatch.affected, scope)
+        else { return false }
+        return compatibleLineage(fromHash: export.schemaHash, to: current)
+    }
+
+    /// True when rows exported under `fromHash` stay valid under `current` at the same position.
+    ///
+    /// Today: the same manifest. A lineage of Class 2 transitions only (wire §12.5) also qualifies
+    /// once schema publication exists; it belongs here, and the cursor is then issued under the
+    /// current hash exactly as a `scope_cursor_updates` replacement is (wire §3.4).
+    private static func compatibleLineage(fromHash: String, to current: SchemaManifest) -> Bool {
+        fromHash.exactlyEquals(current.schemaHash)
+    }
+
+    /// The export boundary's stream position when every lineage counter the receipt binds is
+    /// still current and the stream can resume there.
+    ///
+    /// The reference server keeps its whole stream (no compaction, resume floor 0), so any
+    /// position of the current stream generation up to the materialized head is resumable.
+    private static func resumablePosition(export: SeedExport, stream: StreamState, store: ServerStore) throws
+        -> Int64?
+    {
+        guard export.generations == stream.generations,
+              export.registryGeneration == (try store.metaInteger("registry_generation")),
+              let position = export.snapshotBoundary.streamPosition, position == export.boundary,
+              position >= 0, position <= stream.position
+        else { return nil }
+        return position
+    }
+}
