@@ -10,12 +10,12 @@ struct ApplicationSQLTests {
         let fixture = try StoreFixture()
         try fixture.store.execute("CREATE TABLE drafts (id INTEGER PRIMARY KEY, body TEXT UNIQUE)")
         try fixture.store.serverApply { transaction in
-            try transaction.execute("INSERT INTO tasks (id, owner_id, title, done, position) VALUES ('t1', 'u', 'T', 0, 1)")
+            try transaction.execute(taskInsertSQL("t1", title: "T", position: 1))
         }
         return fixture
     }
 
-    static let insertTask = "INSERT INTO tasks (id, owner_id, title, done, position) VALUES ('x', 'u', 't', 0, 1)"
+    static let insertTask = taskInsertSQL("x", title: "t", position: 1)
 
     @Test("execute refuses each forbidden form with the typed error of its rule and changes nothing", arguments: [
         ("", ApplicationSQLError.emptyStatement),
@@ -132,6 +132,24 @@ struct ApplicationSQLTests {
         #expect(try fixture.store.ledger().isEmpty)
     }
 
+    @Test("a local table's trigger cannot write Synchro tables: the statement that fires it is refused")
+    func localTriggerCannotWriteMetadata() throws {
+        let fixture = try Self.fixture()
+        try fixture.store.execute("CREATE TABLE log (entry TEXT)")
+        try fixture.store.execute("""
+            CREATE TRIGGER log_disables_capture AFTER INSERT ON log BEGIN
+                UPDATE _synchro_meta SET value = '1' WHERE key = 'sync_lock';
+            END
+            """)
+        let before = try fixture.inspect(databaseFingerprint)
+        let error = try #require(throws: ApplicationSQLError.self) {
+            try fixture.store.execute("INSERT INTO log VALUES ('x')")
+        }
+        #expect(error == .reservedTableWrite(table: "_synchro_meta"))
+        #expect(try fixture.inspect(databaseFingerprint) == before)
+        #expect(try fixture.store.meta(.syncLock) == "0")
+    }
+
     @Test("statement arguments bind by position and rows come back typed")
     func typedRows() throws {
         let fixture = try Self.fixture()
@@ -149,7 +167,7 @@ struct ApplicationSQLTests {
             SELECT 'q1', 'u', t, 1, 2 FROM v
             """)
         let entry = try #require(try fixture.store.ledger().first)
-        #expect(entry.fields.map(\.fieldID) == ["fld_task_done", "fld_task_owner", "fld_task_position", "fld_task_title"])
+        #expect(entry.fields.map(\.fieldID) == allTaskInsertFields)
     }
 
     @Test("a transaction commits every statement and its capture together")
@@ -183,7 +201,7 @@ struct ApplicationSQLTests {
         let fixture = try Self.fixture()
         try fixture.store.transaction { transaction in
             #expect(throws: ApplicationSQLError.self) {
-                try transaction.execute("INSERT INTO tasks (id, owner_id, title, done, position) VALUES ('t1', 'u', 'dup', 0, 1)")
+                try transaction.execute(taskInsertSQL("t1", title: "dup", position: 1))
             }
             try transaction.execute(Self.insertTask)
         }

@@ -18,7 +18,8 @@ struct AtomicGroupTests {
 
     /// Runs an atomic group that inserts `count` tasks with titles of `titleLength` characters, then `extra`.
     static func group(
-        _ store: ClientStore, count: Int, titleLength: Int = 1, extra: (ApplicationTransaction) throws -> Void = { _ in }
+        _ store: ClientStore, count: Int, titleLength: Int = 1,
+        extra: (ApplicationTransaction) throws -> Void = { _ in }
     ) throws {
         try store.atomicWriteTransaction { transaction in
             for index in 0..<count {
@@ -141,7 +142,7 @@ struct AtomicGroupTests {
             try fixture.store.atomicWriteTransaction { transaction in
                 if deleteThenWrite {
                     try transaction.execute("DELETE FROM tasks WHERE id = 't1'")
-                    try transaction.execute("INSERT INTO tasks (id, owner_id, title, done, position) VALUES ('t1', 'u', 'x', 0, 1)")
+                    try transaction.execute(taskInsertSQL("t1", title: "x", position: 1))
                 }
                 for index in 0..<count {
                     let title = String(repeating: "b", count: index == 0 ? titleLength : min(titleLength, 63_000))

@@ -45,10 +45,10 @@ struct CaptureTests {
         #expect(Array(entry.mutationID)[14] == "4")
         #expect(WireFormats.isTimestamp(entry.clientVersion))
         #expect(entry.clientVersion.hasSuffix("000Z"))
-        #expect(entry.fields.map(\.fieldID) == ["fld_task_done", "fld_task_owner", "fld_task_position", "fld_task_title"])
+        #expect(entry.fields.map(\.fieldID) == allTaskInsertFields)
         #expect(entry.fields.map(\.kind) == [.boolean, .text, .integer, .text])
         let mutation = try entry.pushMutation()
-        #expect(mutation.columns?.map(\.key) == ["fld_task_done", "fld_task_owner", "fld_task_position", "fld_task_title"])
+        #expect(mutation.columns?.map(\.key) == allTaskInsertFields)
         #expect(mutation.columns?.first?.value == .bool(true))
         #expect(mutation.pkValue == .string("t1"))
     }
@@ -78,6 +78,18 @@ struct CaptureTests {
         let due = try #require(entry.fields.first { $0.fieldID == "fld_task_due" })
         #expect(due.kind == .null)
         #expect(due.wireValue() == .null)
+    }
+
+    @Test("INSERT … DEFAULT VALUES is a key-only insert")
+    func defaultValues() throws {
+        let fixture = try StoreFixture(applyDemo: false)
+        try fixture.store.applySchema(try otherManifest(keyType: "int64"))
+        try fixture.store.execute("INSERT INTO items DEFAULT VALUES")
+        let entry = try #require(try fixture.store.ledger().first)
+        #expect(entry.operation == .insert)
+        #expect(entry.fields.isEmpty)
+        #expect(entry.recordID == "1")
+        #expect(try entry.pushMutation().pkValue == .string("1"))
     }
 
     @Test("an integer key is rendered as a JSON number and its record ID as canonical decimal text")
@@ -133,7 +145,8 @@ struct CaptureTests {
                 VALUES ('n1', 'u1', 'Note', 0, '2024-01-01T00:00:00.000000Z')
                 """)
             try transaction.execute(
-                "INSERT INTO _synchro_row_versions (table_name, record_id, server_version) VALUES ('notes', 'n1', 'v3')")
+                "INSERT INTO _synchro_row_versions (table_name, record_id, server_version) "
+                    + "VALUES ('notes', 'n1', 'v3')")
         }
         #expect(try fixture.store.execute("DELETE FROM notes WHERE id = 'n1'") == 0)
         let rows = try fixture.store.query("SELECT deleted_at FROM notes WHERE id = 'n1'")
@@ -239,7 +252,7 @@ struct CaptureTests {
     func serverApplyIsNotCaptured() throws {
         let fixture = try StoreFixture()
         try fixture.store.serverApply { transaction in
-            try transaction.execute("INSERT INTO tasks (id, owner_id, title, done, position) VALUES ('s', 'u', 'S', 0, 0)")
+            try transaction.execute(taskInsertSQL("s", title: "S", position: 0))
             #expect(try transaction.meta(.syncLock) == "1")
             try transaction.execute("UPDATE tasks SET title = 'S2' WHERE id = 's'")
             try transaction.execute("DELETE FROM tasks WHERE id = 's'")

@@ -66,6 +66,14 @@ final class SequentialUUIDs: Sendable {
     }
 }
 
+/// `INSERT INTO tasks …` with every NOT NULL column, for tests that need a synced row.
+func taskInsertSQL(_ id: String, title: String = "T", position: Int = 1) -> String {
+    "INSERT INTO tasks (id, owner_id, title, done, position) VALUES ('\(id)', 'u', '\(title)', 0, \(position))"
+}
+
+/// The task field IDs an insert naming every writable column authors, in field ID order.
+let allTaskInsertFields = ["fld_task_done", "fld_task_owner", "fld_task_position", "fld_task_title"]
+
 /// The demo manifest at `seeds/demo/manifest.json`.
 func demoManifest() throws -> ClientManifest {
     let url = RepositoryLayout.root.appendingPathComponent("seeds/demo/manifest.json")

@@ -24,10 +24,12 @@ struct InterchangeSeed {
         let manifest = try demoManifest()
         return InterchangeSeed(manifest: manifest, rows: [
             SeedRow(scope: "catalog", tableID: "tbl_categories", pk: .number(JSONNumber(1)), row: [
-                JSONMember("fld_category_id", .number(JSONNumber(1))), JSONMember("fld_category_name", .string("Books")),
+                JSONMember("fld_category_id", .number(JSONNumber(1))),
+                JSONMember("fld_category_name", .string("Books")),
             ], sqlValues: [1, "Books"], version: "v10"),
             SeedRow(scope: "catalog", tableID: "tbl_categories", pk: .number(JSONNumber(2)), row: [
-                JSONMember("fld_category_id", .number(JSONNumber(2))), JSONMember("fld_category_name", .string("Games")),
+                JSONMember("fld_category_id", .number(JSONNumber(2))),
+                JSONMember("fld_category_name", .string("Games")),
             ], sqlValues: [2, "Games"], version: "v11"),
             SeedRow(scope: "shared-tasks", tableID: "tbl_tasks", pk: .string("t1"), row: [
                 JSONMember("fld_task_id", .string("t1")), JSONMember("fld_task_owner", .string("u1")),
@@ -47,7 +49,8 @@ struct InterchangeSeed {
         CREATE TABLE _synchro_scopes (scope_id TEXT PRIMARY KEY, cursor TEXT, checksum TEXT,
             generation INTEGER NOT NULL DEFAULT 0, local_checksum TEXT NOT NULL DEFAULT '');
         CREATE TABLE _synchro_scope_rows (scope_id TEXT NOT NULL, table_name TEXT NOT NULL, record_id TEXT NOT NULL,
-            checksum TEXT NOT NULL, generation INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (scope_id, table_name, record_id));
+            checksum TEXT NOT NULL, generation INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (scope_id, table_name, record_id));
         CREATE INDEX idx_synchro_scope_rows_record ON _synchro_scope_rows (table_name, record_id);
         CREATE TABLE _synchro_seed_receipts (scope_id TEXT PRIMARY KEY, receipt TEXT NOT NULL,
             schema_version INTEGER NOT NULL, schema_hash TEXT NOT NULL, cardinality INTEGER NOT NULL,
@@ -114,7 +117,8 @@ struct InterchangeSeed {
         if legacyQueueRow {
             try db.run("""
                 INSERT INTO _synchro_pending_changes (record_id, table_name, operation, base_updated_at,
-                    client_updated_at, local_revision) VALUES ('t1', 'tasks', 'update', 'v12', '2024-05-01T10:00:00.000Z', 3)
+                    client_updated_at, local_revision)
+                VALUES ('t1', 'tasks', 'update', 'v12', '2024-05-01T10:00:00.000Z', 3)
                 """)
         }
         try db.execute("PRAGMA user_version = 6")
@@ -187,7 +191,8 @@ struct InterchangeSeed {
             if !column.nullable && !column.isPrimaryKey { definition += " NOT NULL" }
             return definition
         }
-        return "CREATE TABLE IF NOT EXISTS \(SQLiteIdentifier.quote(table.tableName)) (\(columns.joined(separator: ", ")))"
+        let name = SQLiteIdentifier.quote(table.tableName)
+        return "CREATE TABLE IF NOT EXISTS \(name) (\(columns.joined(separator: ", ")))"
     }
 
     /// A legacy-queue trigger without UPSERT (only its presence matters: the ledger migration drops it).

@@ -14,7 +14,7 @@ struct NormalizationTests {
     @Test("insert plus updates becomes one insert with the final fields, taking the first source's place")
     func insertPlusUpdates() throws {
         let fixture = try Self.fixture()
-        try fixture.store.execute("INSERT INTO tasks (id, owner_id, title, done, position) VALUES ('n', 'u', 'a', 0, 1)")
+        try fixture.store.execute(taskInsertSQL("n", title: "a", position: 1))
         try fixture.store.execute("INSERT INTO categories (id, name) VALUES (1, 'later row')")
         try fixture.store.execute("UPDATE tasks SET title = 'b' WHERE id = 'n'")
         try fixture.store.execute("UPDATE tasks SET title = 'c', done = 1 WHERE id = 'n'")
@@ -73,7 +73,7 @@ struct NormalizationTests {
     @Test("insert plus delete becomes no server mutation: both sources are cancelled with one cancellation ID")
     func insertPlusDelete() throws {
         let fixture = try Self.fixture()
-        try fixture.store.execute("INSERT INTO tasks (id, owner_id, title, done, position) VALUES ('n', 'u', 'a', 0, 1)")
+        try fixture.store.execute(taskInsertSQL("n", title: "a", position: 1))
         try fixture.store.execute("UPDATE tasks SET title = 'b' WHERE id = 'n'")
         try fixture.store.execute("DELETE FROM tasks WHERE id = 'n'")
         try fixture.store.normalizePendingMutations()
@@ -87,7 +87,7 @@ struct NormalizationTests {
     func deleteThenInsert() throws {
         let fixture = try Self.fixture()
         try fixture.store.execute("DELETE FROM tasks WHERE id = 't1'")
-        try fixture.store.execute("INSERT INTO tasks (id, owner_id, title, done, position) VALUES ('t1', 'u', 'again', 0, 1)")
+        try fixture.store.execute(taskInsertSQL("t1", title: "again", position: 1))
         try fixture.store.normalizePendingMutations()
         let ledger = try fixture.store.ledger()
         #expect(ledger.map(\.operation) == [.delete, .insert])

@@ -49,10 +49,10 @@ struct SchemaApplicationTests {
                 """) { "\(try $0.text(at: 0)) \(try $0.text(at: 1)): \(try $0.text(at: 2))" }
         }
         #expect(indexes == [
-            "notes_owner_updated notes: CREATE INDEX \"notes_owner_updated\" ON \"notes\" (\"owner_id\", \"updated_at\")",
-            "products_category products: CREATE INDEX \"products_category\" ON \"products\" (\"category_id\", \"title\")",
-            "products_sku products: CREATE UNIQUE INDEX \"products_sku\" ON \"products\" (\"sku\")",
-            "tasks_owner_position tasks: CREATE INDEX \"tasks_owner_position\" ON \"tasks\" (\"owner_id\", \"position\")",
+            #"notes_owner_updated notes: CREATE INDEX "notes_owner_updated" ON "notes" ("owner_id", "updated_at")"#,
+            #"products_category products: CREATE INDEX "products_category" ON "products" ("category_id", "title")"#,
+            #"products_sku products: CREATE UNIQUE INDEX "products_sku" ON "products" ("sku")"#,
+            #"tasks_owner_position tasks: CREATE INDEX "tasks_owner_position" ON "tasks" ("owner_id", "position")"#,
         ])
     }
 
@@ -89,7 +89,9 @@ struct SchemaApplicationTests {
         #expect(try fixture.store.meta(.schemaManifest) == (try CanonicalJSON.string(manifest.json)))
         #expect(try fixture.store.meta(.syncLock) == "0")
         #expect(try fixture.store.localSchema() == manifest.localSchema)
-        let archive = try fixture.inspect { try $0.rows("SELECT schema_version, schema_hash, schema_json, created_at FROM _synchro_schema_archive") }
+        let archive = try fixture.inspect {
+            try $0.rows("SELECT schema_version, schema_hash, schema_json, created_at FROM _synchro_schema_archive")
+        }
         #expect(archive.count == 1)
         #expect(archive.first?[0] == .integer(1))
         #expect(archive.first?[1] == .text(manifest.reference.hash))
@@ -103,7 +105,8 @@ struct SchemaApplicationTests {
         let text = try #require(try fixture.store.meta(.localSchema))
         let json = try StrictJSONParser().parse(text)
         let tables = try #require(json.arrayValue)
-        #expect(tables.compactMap { $0.objectValue?["tableName"]?.stringValue } == ["categories", "products", "notes", "tasks"])
+        let names = tables.compactMap { $0.objectValue?["tableName"]?.stringValue }
+        #expect(names == ["categories", "products", "notes", "tasks"])
         let notes = try #require(tables[2].objectValue)
         #expect(notes.keys == ["tableID", "relationID", "tableName", "primaryKeyFieldID", "createdAtFieldID",
                                "updatedAtFieldID", "deletedAtFieldID", "updatedAtColumn", "deletedAtColumn",
@@ -181,8 +184,8 @@ struct SchemaApplicationTests {
     }
 }
 
-/// A one-table manifest (`items`: string key, one writable text field) with a correct hash.
-func manifestJSON(tableName: String = "items", version: Int64 = 2) -> JSONValue {
+/// A one-table manifest (`items`: a `keyType` key, one nullable writable text field) with a correct hash.
+func manifestJSON(tableName: String = "items", version: Int64 = 2, keyType: String = "string") -> JSONValue {
     let body: JSONValue = .object(JSONObject([
         JSONMember("schema_version", .number(JSONNumber(version))),
         JSONMember("parent_schema", .null),
@@ -199,7 +202,7 @@ func manifestJSON(tableName: String = "items", version: Int64 = 2) -> JSONValue 
             JSONMember("fields", .array([
                 .object(JSONObject([
                     JSONMember("field_id", .string("fld_id")), JSONMember("name", .string("id")),
-                    JSONMember("type", .string("string")), JSONMember("nullable", .bool(false)),
+                    JSONMember("type", .string(keyType)), JSONMember("nullable", .bool(false)),
                     JSONMember("writable", .bool(false)),
                 ])),
                 .object(JSONObject([
@@ -216,6 +219,6 @@ func manifestJSON(tableName: String = "items", version: Int64 = 2) -> JSONValue 
     return .object(JSONObject(object.members + [JSONMember("schema_hash", .string(hash))]))
 }
 
-func otherManifest() throws -> ClientManifest {
-    try ClientManifest(json: manifestJSON())
+func otherManifest(keyType: String = "string") throws -> ClientManifest {
+    try ClientManifest(json: manifestJSON(keyType: keyType))
 }

@@ -41,7 +41,9 @@ struct SeedMigrationTests {
         #expect(fixture.store.openedLayout.userVersion == 6)
         #expect(fixture.store.openedLayout.pendingMigrations.first == .v9MutationLedger)
         #expect(fixture.store.openedLayout.pendingMigrations.count == 11)
-        let recorded = try fixture.inspect { try $0.query("SELECT identifier FROM grdb_migrations") { try $0.text(at: 0) } }
+        let recorded = try fixture.inspect {
+            try $0.query("SELECT identifier FROM grdb_migrations") { try $0.text(at: 0) }
+        }
         #expect(Set(recorded) == Set(StoreMigration.allCases.map(\.identifier)))
         #expect(try fixture.inspect { try $0.userVersion() } == 6)
     }
@@ -66,7 +68,9 @@ struct SeedMigrationTests {
     func stateSurvives() throws {
         let fixture = try SeedFixture()
         try fixture.inspect { db in
-            let scopes = try db.rows("SELECT scope_id, cursor, generation, checksum = local_checksum FROM _synchro_scopes ORDER BY scope_id")
+            let scopes = try db.rows("""
+                SELECT scope_id, cursor, generation, checksum = local_checksum FROM _synchro_scopes ORDER BY scope_id
+                """)
             #expect(scopes == [["catalog", .null, 0, 1], ["shared-tasks", .null, 0, 1]])
             #expect(try db.scalar("SELECT count(*) FROM _synchro_scope_rows") == .integer(3))
             #expect(try db.scalar("SELECT typeof(checksum) FROM _synchro_scope_rows LIMIT 1") == .text("text"))
@@ -117,9 +121,10 @@ struct SeedMigrationTests {
         let fixture = try SeedFixture()
         #expect(try fixture.store.applySchema(fixture.seed.manifest) == .alreadyActive)
         let indexes = try fixture.inspect {
-            try $0.query("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'products' AND sql IS NOT NULL ORDER BY name") {
-                try $0.text(at: 0)
-            }
+            try $0.query("""
+                SELECT name FROM sqlite_schema
+                WHERE type = 'index' AND tbl_name = 'products' AND sql IS NOT NULL ORDER BY name
+                """) { try $0.text(at: 0) }
         }
         #expect(indexes == ["products_category", "products_sku"])
     }

@@ -68,7 +68,9 @@ struct StoreMigrationTests {
     @Test("a new file records exactly the 19 upstream migration identifiers")
     func migrationIdentifiers() throws {
         let fixture = try StoreFixture(applyDemo: false)
-        let recorded = try fixture.inspect { try $0.query("SELECT identifier FROM grdb_migrations") { try $0.text(at: 0) } }
+        let recorded = try fixture.inspect {
+            try $0.query("SELECT identifier FROM grdb_migrations") { try $0.text(at: 0) }
+        }
         #expect(Set(recorded) == Set(StoreMigration.allCases.map(\.identifier)))
         #expect(recorded.count == 19)
         #expect(StoreMigration.allCases.last?.identifier == "synchro_v18_key_only_insert_capture")
@@ -139,7 +141,7 @@ struct StoreMigrationTests {
     @Test("reopening a migrated file changes nothing")
     func reopenIsIdempotent() throws {
         let fixture = try StoreFixture()
-        try fixture.store.execute("INSERT INTO tasks (id, owner_id, title, done, position) VALUES ('t1', 'u', 'T', 0, 1)")
+        try fixture.store.execute(taskInsertSQL("t1", title: "T", position: 1))
         let before = try fixture.inspect(databaseFingerprint)
         try fixture.reopen()
         #expect(fixture.store.openedLayout.kind == .current)

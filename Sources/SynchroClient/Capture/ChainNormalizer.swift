@@ -73,7 +73,7 @@ struct ChainNormalizer {
                       anyPredecessor || run[0].dependencyMutationID == expectedFirstDependency,
                       zip(run, run.dropFirst()).allSatisfy({ $1.dependencyMutationID == $0.mutationID })
                 else { continue }
-                let schemas = Set(run.map { $0.binding.map { "\($0.authoredSchema.version):\($0.authoredSchema.hash)" } })
+                let schemas = Set(run.map { $0.binding.map(\.authoredSchema) })
                 if schemas.count != 1 {
                     try blockAfterDelete(in: run)
                     continue

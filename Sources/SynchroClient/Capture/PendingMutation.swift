@@ -43,13 +43,15 @@ public struct PendingMutation: Sendable, Equatable {
     public let dependencyMutationID: String?
     /// For superseded or cancelled entries: the normalized successor or cancellation ID.
     public let normalizedMutationID: String?
-    /// The batch it is sealed into, and its position there.
+    /// The batch it is sealed into.
     public let sealedBatchID: String?
+    /// Its position inside that batch.
     public let sealedOrdinal: Int64?
     /// The atomic write group (nil = ungrouped).
     public let atomicGroupID: String?
-    /// Exact outcome JSON once the server answered.
+    /// Exact accepted outcome JSON once the server accepted it.
     public let acceptedJSON: String?
+    /// Exact rejection JSON once the server rejected it.
     public let rejectedJSON: String?
     /// Authored fields ordered by field ID octets; empty for deletes and key-only inserts.
     public let fields: [StoredFieldValue]

@@ -14,10 +14,13 @@ public struct StoredFieldValue: Sendable, Equatable {
     public let logicalType: String
     /// The stored kind.
     public let kind: Kind
-    /// The four value columns exactly as stored.
+    /// `value_integer` as stored (booleans and integers).
     public let integer: Int64?
+    /// `value_real` as stored (floats).
     public let real: Double?
+    /// `value_text` as stored (strings, decimals, temporal values, JSON text).
     public let text: String?
+    /// `value_blob` as stored (bytes).
     public let blob: [UInt8]?
 
     /// Creates a stored value.

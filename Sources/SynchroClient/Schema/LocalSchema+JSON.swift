@@ -158,7 +158,8 @@ enum LocalSchemaJSON {
             createdAtFieldID: try reader.optionalString("createdAtFieldID"),
             updatedAtFieldID: try reader.optionalString("updatedAtFieldID"),
             deletedAtFieldID: try reader.optionalString("deletedAtFieldID"),
-            updatedAtColumn: try reader.string("updatedAtColumn"), deletedAtColumn: try reader.string("deletedAtColumn"),
+            updatedAtColumn: try reader.string("updatedAtColumn"),
+            deletedAtColumn: try reader.string("deletedAtColumn"),
             composition: try reader.optionalString("composition"), primaryKey: try reader.strings("primaryKey"),
             columns: columns, indexes: indexes)
     }
@@ -173,7 +174,8 @@ enum LocalSchemaJSON {
             fieldID: try reader.string("fieldID"), name: try reader.string("name"), logicalType: type,
             nullable: try reader.bool("nullable"), writable: try reader.bool("writable"),
             precision: try reader.optionalInt("precision"), scale: try reader.optionalInt("scale"),
-            sqliteDefaultSQL: try reader.optionalString("sqliteDefaultSQL"), isPrimaryKey: try reader.bool("isPrimaryKey"))
+            sqliteDefaultSQL: try reader.optionalString("sqliteDefaultSQL"),
+            isPrimaryKey: try reader.bool("isPrimaryKey"))
     }
 
     private static func index(_ value: JSONValue) throws(DecodeFailure) -> LocalSchemaIndex {

@@ -11,12 +11,15 @@ public struct LocalSchemaTable: Sendable, Equatable {
     public let tableName: String
     /// The primary-key field ID.
     public let primaryKeyFieldID: String
-    /// Lifecycle field IDs, nil when the table has no such field.
+    /// The creation-time field ID, nil when the table has none.
     public let createdAtFieldID: String?
+    /// The update-time field ID, nil when the table has none.
     public let updatedAtFieldID: String?
+    /// The soft-delete field ID, nil when the table has none.
     public let deletedAtFieldID: String?
-    /// Column names of the lifecycle fields, `""` when absent.
+    /// Column name of the update-time field, `""` when absent.
     public let updatedAtColumn: String
+    /// Column name of the soft-delete field, `""` when absent (then a DELETE removes the row).
     public let deletedAtColumn: String
     /// `single_scope` or `multi_scope` when known.
     public let composition: String?
@@ -83,8 +86,9 @@ public struct LocalSchemaColumn: Sendable, Equatable {
     public let nullable: Bool
     /// Whether application writes author the field.
     public let writable: Bool
-    /// Decimal precision and scale (decimal only).
+    /// Decimal precision (decimal only).
     public let precision: Int?
+    /// Decimal scale (decimal only).
     public let scale: Int?
     /// A column default; always nil when derived from a manifest.
     public let sqliteDefaultSQL: String?
@@ -110,9 +114,13 @@ public struct LocalSchemaColumn: Sendable, Equatable {
 
 /// One client-owned index (Swift form: field IDs, not column names).
 public struct LocalSchemaIndex: Sendable, Equatable {
+    /// Immutable index ID.
     public let indexID: String
+    /// Local index name.
     public let name: String
+    /// Indexed field IDs in index order.
     public let fieldIDs: [String]
+    /// Whether the index enforces uniqueness locally.
     public let unique: Bool
 
     /// Creates an index description.

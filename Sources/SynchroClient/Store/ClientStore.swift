@@ -60,8 +60,10 @@ public final class ClientStore: Sendable {
     }
 
     /// Closes both connections; the engine checkpoints the WAL (TRUNCATE) first, as upstream does on close.
-    /// Later calls fail with `closed`.
+    /// Later calls fail with `closed`. Called from inside an application transaction callback it does nothing:
+    /// that transaction still owns the application connection.
     public func close() {
+        guard !ApplicationScope.isActive(self) else { return }
         application.withLock { connection in
             connection?.close()
             connection = nil
@@ -147,19 +149,26 @@ public final class ClientStore: Sendable {
         }
     }
 
-    /// Every ledger entry with its authored values, in local order.
+    /// Every ledger entry with its authored values, in local order, read from one snapshot.
     public func ledger() throws(ClientStoreError) -> [PendingMutation] {
         try withEngine { (connection) throws(ClientStoreError) -> [PendingMutation] in
-            try MutationLedger.entries(on: connection)
+            try mappingStoreErrors {
+                try connection.transaction(kind: .deferred) { try MutationLedger.entries(on: connection) }
+            }
         }
     }
 
     /// Unresolved ledger entries (not accepted, rejected, over a push limit, superseded or cancelled) in
-    /// capture order: the pending count and the candidates the sealing step reads.
+    /// capture order, read from one snapshot: the pending count and the candidates the sealing step reads.
     public func unresolvedMutations() throws(ClientStoreError) -> [PendingMutation] {
         try withEngine { (connection) throws(ClientStoreError) -> [PendingMutation] in
-            try MutationLedger.entriesInCaptureOrder(
-                where: "candidate.lifecycle_state NOT IN \(MutationLifecycleState.resolvedSQLList)", on: connection)
+            try mappingStoreErrors {
+                try connection.transaction(kind: .deferred) {
+                    try MutationLedger.entriesInCaptureOrder(
+                        where: "candidate.lifecycle_state NOT IN \(MutationLifecycleState.resolvedSQLList)",
+                        on: connection)
+                }
+            }
         }
     }
 
@@ -191,7 +200,8 @@ public final class ClientStore: Sendable {
     /// (also with `RETURNING`), transaction control and several statements are refused.
     public func query(_ sql: String, _ arguments: [SQLiteValue] = []) throws(ApplicationSQLError) -> [Row] {
         guard !ApplicationScope.isActive(self) else { throw .nestedTransaction }
-        return try application.withLock { (connection: inout ApplicationConnection?) throws(ApplicationSQLError) -> [Row] in
+        return try application.withLock {
+            (connection: inout ApplicationConnection?) throws(ApplicationSQLError) -> [Row] in
             guard let connection else { throw .closed }
             return try connection.query(sql, arguments)
         }
@@ -207,9 +217,8 @@ public final class ClientStore: Sendable {
             }
         } catch let error as ApplicationSQLError {
             throw error
-        } catch let error as SQLiteError {
-            throw .sqlite(error)
         } catch {
+            // The callback throws only ApplicationSQLError and managedWrite maps everything else to it.
             throw .store(.sqlite(SQLiteError(reason: .sqlite, code: .error, message: String(describing: error))))
         }
     }
@@ -260,8 +269,15 @@ public final class ClientStore: Sendable {
         guard !ApplicationScope.isActive(self) else { throw ApplicationSQLError.nestedTransaction }
         return try application.withLock { (connection: inout ApplicationConnection?) throws -> Value in
             guard let connection else { throw ApplicationSQLError.closed }
-            return try ApplicationScope.within(self) {
-                try connection.managedWrite(mask: mask, atomic: atomic, body)
+            do {
+                return try ApplicationScope.within(self) {
+                    try connection.managedWrite(mask: mask, atomic: atomic, body)
+                }
+            } catch let error as SQLiteError {
+                // BEGIN, COMMIT and the SDK's own statements; the callback's statements report typed errors.
+                throw ApplicationSQLError.sqlite(error)
+            } catch let error as ClientStoreError {
+                throw ApplicationSQLError.store(error)
             }
         }
     }

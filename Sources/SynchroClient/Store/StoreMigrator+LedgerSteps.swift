@@ -18,7 +18,8 @@ enum LedgerSteps {
     static func v9(_ db: Connection, clock: ClientClock) throws {
         let legacyRows = try readLegacyQueue(db)
         let oldTriggers = try db.query(
-            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE '_synchro_cdc_%'") { try $0.text(at: 0) }
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE '_synchro_cdc_%'"
+        ) { try $0.text(at: 0) }
         for name in oldTriggers {
             try db.execute("DROP TRIGGER IF EXISTS \(SQLiteIdentifier.quote(name))")
         }
@@ -149,7 +150,13 @@ enum LedgerSteps {
     }
 
     /// Rebuilds the scope tables with TEXT checksum columns, keeping every row (seed scope state survives).
+    ///
+    /// The renames run in legacy mode: the capture triggers installed by v9 already name tables that only v14
+    /// creates, and SQLite (3.26+) re-checks every trigger on a modern RENAME, which would fail. No trigger or
+    /// view names the scope tables, so legacy mode rewrites nothing the modern mode would have.
     static func v13(_ db: Connection) throws {
+        try db.execute("PRAGMA legacy_alter_table = ON")
+        defer { try? db.execute("PRAGMA legacy_alter_table = OFF") }
         try db.execute("""
             CREATE TABLE _synchro_scopes_v13 (
                 scope_id TEXT PRIMARY KEY,

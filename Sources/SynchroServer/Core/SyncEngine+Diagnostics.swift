@@ -1,0 +1,60 @@
+import SQLiteKit
+import SynchroProtocol
+
+/// Read-only views of the durable state, for tests that prove a rejected request changed nothing
+/// (ARCHITECTURE.md: "bad input gets a typed error … and nothing durable changes").
+extension SyncEngine {
+    /// One SHA-256 per table of the server database (every table, in name order), over every row
+    /// in the table's key order with each value's storage class, length and octets.
+    ///
+    /// Two equal fingerprints mean equal durable state; a difference names the tables that
+    /// changed. The digests say nothing about row values, so they are safe to print.
+    func stateFingerprint() throws -> [String: String] {
+        try state.withLock { state in
+            let db = state.store.db
+            let tables = try db.cachedStatement(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            ).query { try $0.text(at: 0) }
+            var fingerprint: [String: String] = [:]
+            for table in tables {
+                // Names come from sqlite_master itself; the schema has none that needs escaping.
+                guard !table.contains("\"") else { throw SyncIntegrityViolation() }
+                var hasher = SHA256()
+                try db.prepare("SELECT * FROM \"\(table)\"").forEachRow { row in
+                    for column in 0..<row.columnCount {
+                        Self.hash(try row.value(at: column), into: &hasher)
+                    }
+                }
+                fingerprint[table] = Hex.encode(hasher.finalize())
+            }
+            return fingerprint
+        }
+    }
+
+    /// Runs one SQL statement on the store under the engine's lock: tests reach durable state the
+    /// protocol cannot (to corrupt a stored digest, for example) without a second connection.
+    /// Returns the number of rows it changed.
+    @discardableResult
+    func executeForTesting(_ sql: String, _ arguments: [SQLiteValue] = []) throws -> Int {
+        try state.withLock { state in
+            try state.store.db.run(sql, arguments)
+            return state.store.db.changes
+        }
+    }
+
+    /// Storage class, length and octets of one value, so that no two different rows hash alike.
+    private static func hash(_ value: SQLiteValue, into hasher: inout SHA256) {
+        let (tag, octets): (UInt8, [UInt8])
+        switch value {
+        case .null: (tag, octets) = (0, [])
+        case .integer(let number): (tag, octets) = (1, withUnsafeBytes(of: number.bigEndian) { Array($0) })
+        case .real(let number): (tag, octets) = (2, withUnsafeBytes(of: number.bitPattern.bigEndian) { Array($0) })
+        case .text(let text): (tag, octets) = (3, Array(text.utf8))
+        case .blob(let bytes): (tag, octets) = (4, bytes)
+        }
+        var header = [tag]
+        withUnsafeBytes(of: UInt64(octets.count).bigEndian) { header.append(contentsOf: $0) }
+        hasher.update(header)
+        hasher.update(octets)
+    }
+}
