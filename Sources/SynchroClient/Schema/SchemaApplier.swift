@@ -17,6 +17,9 @@ public enum SchemaApplicationOutcome: Sendable, Equatable {
 struct SchemaApplier {
     let manifest: ClientManifest
     let clock: ClientClock
+    /// Extra work committed in the same transaction after activation (connect installs its assignment here, so
+    /// a fresh store never has a schema without its generation and scopes).
+    var afterActivation: ((Connection) throws -> Void)? = nil
 
     func apply(on connection: Connection) throws(ClientStoreError) -> SchemaApplicationOutcome {
         try mappingStoreErrors {
@@ -32,6 +35,7 @@ struct SchemaApplier {
                 try createTables(on: connection)
                 try activate(on: connection)
                 try CaptureTriggerInstaller.install(manifest.localSchema, on: connection)
+                try afterActivation?(connection)
                 return isFresh ? .applied : .alreadyActive
             }
         }

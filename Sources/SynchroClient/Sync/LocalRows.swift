@@ -1,0 +1,236 @@
+import SQLiteKit
+import SynchroProtocol
+
+/// Server-apply writes of synced rows, row versions and provenance on the engine connection, plus the local
+/// scope digest (`spec/client-store.md` §9). Runs only inside a server-apply transaction.
+struct LocalRows {
+    let connection: Connection
+    let manifest: SchemaManifest
+    private let tables: [String: LocalSchemaTable]
+
+    /// Unresolved ledger states that protect a row from server data (`spec/client-store.md` §9).
+    static let protectingStates = "('unsealed', 'sealed', 'blocked_by_predecessor', 'legacy_blocked')"
+
+    init(connection: Connection, manifest: ClientManifest) {
+        self.connection = connection
+        self.manifest = manifest.manifest
+        var tables: [String: LocalSchemaTable] = [:]
+        for table in manifest.localSchema { tables[table.tableID] = table }
+        self.tables = tables
+    }
+
+    /// Loads the active manifest from `_synchro_meta`; throws when the store has no schema.
+    static func activeManifest(on connection: Connection) throws -> ClientManifest {
+        guard let text = try MetaStore.value(.schemaManifest, on: connection), !text.isEmpty else {
+            throw SyncError.invalidState(reason: "the store has no active schema")
+        }
+        return try ClientManifest(bytes: Array(text.utf8))
+    }
+
+    func table(_ tableID: String) throws -> LocalSchemaTable {
+        guard let table = tables[tableID] else { throw SyncError.invalidState(reason: "unknown table ID") }
+        return table
+    }
+
+    /// `record_id`: the primary key rendered as text (`CAST(pk AS TEXT)`).
+    func recordID(_ primaryKey: JSONValue) -> String {
+        switch primaryKey {
+        case .number(let number): number.exactInt64.map(String.init) ?? number.literal
+        case .string(let string): string
+        default: ""
+        }
+    }
+
+    // MARK: - Writes
+
+    func isProtected(tableName: String, recordID: String) throws -> Bool {
+        try connection.cachedStatement("""
+            SELECT 1 FROM _synchro_pending_changes WHERE table_name = ? AND record_id = ?
+                AND lifecycle_state IN \(Self.protectingStates) LIMIT 1
+            """).scalar([.text(tableName), .text(recordID)]) != nil
+    }
+
+    /// Writes a verified row (unless protected) and its row version; returns the table name and record ID.
+    @discardableResult
+    func write(_ row: VerifiedRow) throws -> (tableName: String, recordID: String) {
+        let table = try table(row.tableID)
+        let recordID = recordID(row.primaryKey)
+        if try !isProtected(tableName: table.tableName, recordID: recordID) {
+            let object = row.row.objectValue ?? JSONObject([])
+            var names: [String] = []
+            var values: [SQLiteValue] = []
+            for column in table.columns {
+                names.append(SQLiteIdentifier.quote(column.name))
+                values.append(try Self.sqliteValue(object[column.fieldID] ?? .null, type: column.logicalType))
+            }
+            let key = SQLiteIdentifier.quote(table.primaryKeyColumn?.name ?? "id")
+            let updates = names.filter { $0 != key }.map { "\($0) = excluded.\($0)" }
+            let conflict = updates.isEmpty ? "DO NOTHING" : "DO UPDATE SET \(updates.joined(separator: ", "))"
+            try connection.cachedStatement("""
+                INSERT INTO \(SQLiteIdentifier.quote(table.tableName)) (\(names.joined(separator: ", ")))
+                VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))
+                ON CONFLICT (\(key)) \(conflict)
+                """).run(values)
+        }
+        let checksum = try CanonicalJSON.string(Checksum(digest: row.digest).json)
+        try setVersion(tableName: table.tableName, recordID: recordID, version: row.serverVersion, checksum: checksum)
+        return (table.tableName, recordID)
+    }
+
+    func setVersion(tableName: String, recordID: String, version: String, checksum: String?) throws {
+        try connection.cachedStatement("""
+            INSERT INTO _synchro_row_versions (table_name, record_id, server_version, row_checksum)
+            VALUES (?, ?, ?, ?)
+            ON CONFLICT (table_name, record_id)
+            DO UPDATE SET server_version = excluded.server_version, row_checksum = excluded.row_checksum
+            """).run([.text(tableName), .text(recordID), .text(version), checksum.map(SQLiteValue.text) ?? .null])
+    }
+
+    func upsertEdge(scope: String, tableName: String, recordID: String, digest: [UInt8], generation: Int64) throws {
+        try connection.cachedStatement("""
+            INSERT INTO _synchro_scope_rows (scope_id, table_name, record_id, checksum, generation)
+            VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (scope_id, table_name, record_id)
+            DO UPDATE SET checksum = excluded.checksum, generation = excluded.generation
+            """).run([.text(scope), .text(tableName), .text(recordID), .text(Hex.encode(digest)), .integer(generation)])
+    }
+
+    func removeEdge(scope: String, tableName: String, recordID: String) throws {
+        try connection.cachedStatement(
+            "DELETE FROM _synchro_scope_rows WHERE scope_id = ? AND table_name = ? AND record_id = ?"
+        ).run([.text(scope), .text(tableName), .text(recordID)])
+    }
+
+    /// Deletes the local row when no scope justifies it and no unresolved intent protects it; never creates a
+    /// mutation (capture is suppressed) or a tombstone.
+    func deleteIfOrphaned(tableName: String, recordID: String) throws {
+        let justified = try connection.cachedStatement(
+            "SELECT 1 FROM _synchro_scope_rows WHERE table_name = ? AND record_id = ? LIMIT 1"
+        ).scalar([.text(tableName), .text(recordID)]) != nil
+        guard !justified, try !isProtected(tableName: tableName, recordID: recordID) else { return }
+        guard let table = tables.values.first(where: { $0.tableName == tableName }),
+            let key = table.primaryKeyColumn
+        else { return }
+        try connection.cachedStatement(
+            "DELETE FROM \(SQLiteIdentifier.quote(tableName)) WHERE \(SQLiteIdentifier.quote(key.name)) = ?"
+        ).run([Self.keyValue(recordID: recordID, type: key.logicalType)])
+    }
+
+    /// Deletes edges of `scope` (all, or those of other generations) and then the rows they leave orphaned.
+    func dropEdges(scope: String, keepingGeneration generation: Int64? = nil) throws {
+        let filter = generation == nil ? "" : " AND generation <> ?"
+        let arguments: [SQLiteValue] = [.text(scope)] + (generation.map { [.integer($0)] } ?? [])
+        let dropped = try connection.query(
+            "SELECT table_name, record_id FROM _synchro_scope_rows WHERE scope_id = ?\(filter)", arguments
+        ) { (try $0.text(at: 0), try $0.text(at: 1)) }
+        try connection.run("DELETE FROM _synchro_scope_rows WHERE scope_id = ?\(filter)", arguments)
+        for (tableName, recordID) in dropped {
+            try deleteIfOrphaned(tableName: tableName, recordID: recordID)
+        }
+    }
+
+    // MARK: - Scope digest
+
+    /// Recomputes the scope digest from local state: protected rows contribute their stored edge digest; other
+    /// rows are re-read, converted to wire values and digested with their stored server version.
+    func scopeDigest(scope: String) throws -> Checksum {
+        let edges = try connection.query(
+            "SELECT table_name, record_id, checksum FROM _synchro_scope_rows WHERE scope_id = ?", [.text(scope)]
+        ) { (try $0.text(at: 0), try $0.text(at: 1), try $0.text(at: 2)) }
+        var digester = RowDigester(manifest: manifest)
+        var entries: [(identity: RowIdentity, rowDigest: [UInt8])] = []
+        entries.reserveCapacity(edges.count)
+        let byName = Dictionary(tables.values.map { ($0.tableName, $0) }, uniquingKeysWith: { first, _ in first })
+        for (tableName, recordID, edgeHex) in edges {
+            guard let table = byName[tableName], let key = table.primaryKeyColumn else {
+                throw SyncError.invalidState(reason: "provenance names an unknown table")
+            }
+            let edgeDigest = Hex.decode(edgeHex) ?? []
+            let columns = table.columns.map { SQLiteIdentifier.quote($0.name) }.joined(separator: ", ")
+            // The typed key lets SQLite use the primary-key index instead of scanning the table per edge.
+            let stored = try connection.cachedStatement(
+                "SELECT \(columns) FROM \(SQLiteIdentifier.quote(tableName)) "
+                    + "WHERE \(SQLiteIdentifier.quote(key.name)) = ?"
+            ).rows([Self.keyValue(recordID: recordID, type: key.logicalType)]).first
+            let version = try connection.cachedStatement(
+                "SELECT server_version FROM _synchro_row_versions WHERE table_name = ? AND record_id = ?"
+            ).scalar([.text(tableName), .text(recordID)])?.textValue
+            let primaryKey = Self.keyJSON(recordID: recordID, type: key.logicalType)
+            if try isProtected(tableName: tableName, recordID: recordID) {
+                // Local intent keeps the row different on purpose: the server's digest stands for it.
+                let identity = try RowIdentity(manifest: manifest, tableID: table.tableID, primaryKey: primaryKey)
+                entries.append((identity, edgeDigest))
+                continue
+            }
+            // An unprotected edge without its row or version cannot verify: leaving it out changes the
+            // cardinality, so the scope mismatches and is rebuilt.
+            guard let stored, let version else { continue }
+            var members: [JSONMember] = []
+            for (column, value) in zip(table.columns, stored) {
+                members.append(JSONMember(column.fieldID, Self.wireValue(value, type: column.logicalType) ?? .null))
+            }
+            let computed = try digester.digest(
+                tableID: table.tableID, primaryKey: primaryKey, row: .object(JSONObject(members)),
+                serverVersion: version)
+            entries.append((computed.identity, computed.digest))
+        }
+        return try ScopeDigest.compute(schemaHash: manifest.schemaHashOctets, scopeID: scope, entries: entries)
+            .checksum
+    }
+
+    // MARK: - Value conversion
+
+    /// The stored key value of a `record_id` (int and int64 keys are stored as integers).
+    static func keyValue(recordID: String, type: PortableType) -> SQLiteValue {
+        switch type {
+        case .int, .int64: Int64(recordID).map(SQLiteValue.integer) ?? .text(recordID)
+        default: .text(recordID)
+        }
+    }
+
+    /// The wire key value of a `record_id`: a JSON number for int, a decimal string for int64, else the text.
+    static func keyJSON(recordID: String, type: PortableType) -> JSONValue {
+        switch type {
+        case .int: Int64(recordID).map { .number(JSONNumber($0)) } ?? .string(recordID)
+        default: .string(recordID)
+        }
+    }
+
+    /// The SQLite value of a wire value of `type` (`spec/client-store.md` §5.2 storage classes).
+    static func sqliteValue(_ value: JSONValue, type: PortableType) throws -> SQLiteValue {
+        if value.isNull { return .null }
+        switch type {
+        case .int:
+            if let integer = value.numberValue?.exactInt64 { return .integer(integer) }
+        case .int64:
+            if let text = value.stringValue, let integer = Int64(text) { return .integer(integer) }
+        case .boolean:
+            if let bool = value.boolValue { return .integer(bool ? 1 : 0) }
+        case .float:
+            if let literal = value.numberValue?.literal, let double = Double(literal) { return .real(double) }
+        case .bytes:
+            if let text = value.stringValue, let bytes = Base64URL.decode(text) { return .blob(bytes) }
+        case .string, .decimal, .datetime, .date, .time, .json:
+            if let text = value.stringValue { return .text(text) }
+        }
+        throw SyncError.invalidState(reason: "a verified value has no local storage form")
+    }
+
+    /// The wire value of a stored SQLite value of `type`, nil when the stored shape does not fit the type.
+    static func wireValue(_ value: SQLiteValue, type: PortableType) -> JSONValue? {
+        let name = type.rawValue
+        let stored: StoredFieldValue
+        switch value {
+        case .null: stored = StoredFieldValue(fieldID: "", logicalType: name, kind: .null)
+        case .integer(let integer) where type == .float:
+            stored = StoredFieldValue(fieldID: "", logicalType: name, kind: .real, real: Double(integer))
+        case .integer(let integer):
+            stored = StoredFieldValue(
+                fieldID: "", logicalType: name, kind: type == .boolean ? .boolean : .integer, integer: integer)
+        case .real(let real): stored = StoredFieldValue(fieldID: "", logicalType: name, kind: .real, real: real)
+        case .text(let text): stored = StoredFieldValue(fieldID: "", logicalType: name, kind: .text, text: text)
+        case .blob(let blob): stored = StoredFieldValue(fieldID: "", logicalType: name, kind: .blob, blob: blob)
+        }
+        return stored.wireValue()
+    }
+}

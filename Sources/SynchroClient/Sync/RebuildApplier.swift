@@ -1,0 +1,225 @@
+import SQLiteKit
+import SynchroProtocol
+
+/// The durable record of one rebuild attempt (`_synchro_rebuild_attempts`).
+public struct RebuildAttempt: Sendable, Equatable {
+    /// The scope being rebuilt.
+    public let scopeID: String
+    /// The attempt's rebuild ID, reused for every page and retry.
+    public let rebuildID: String
+    /// The bound client generation.
+    public let clientGeneration: Int64
+    /// The target schema version.
+    public let schemaVersion: Int64
+    /// The target schema hash.
+    public let schemaHash: String
+    /// The scope generation the attempt's provenance carries.
+    public let generation: Int64
+    /// The exact token of the next request; nil for the first page.
+    public let cursor: String?
+    /// The page limit fixed for the attempt.
+    public let pageLimit: Int64
+}
+
+/// Rebuilds one scope page by page (`spec/wire-protocol.md` §6.4, `spec/client-store.md` §9): a durable
+/// attempt before the first request, one transaction per page, and finality in the final page's transaction.
+public struct RebuildApplier: Sendable {
+    /// Where and as whom to rebuild.
+    public let context: SyncContext
+
+    /// Creates an applier.
+    public init(context: SyncContext) {
+        self.context = context
+    }
+
+    /// The stored attempt of `scope`, if any.
+    public func attempt(scope: String) throws(SyncError) -> RebuildAttempt? {
+        try context.store.readSyncState { connection in try Self.attempt(scope: scope, on: connection) }
+    }
+
+    /// Starts (or reuses) the attempt of `scope` in one transaction, before any request: a new attempt resets
+    /// only this scope's provenance, bumps its generation and persists a new rebuild ID with a null cursor.
+    @discardableResult
+    public func start(scope: String) throws(SyncError) -> RebuildAttempt {
+        let uuids = context.store.configuration.uuids
+        let limit = context.pageLimit
+        return try context.store.applySync { connection in
+            let binding = try ScopeStore.binding(on: connection)
+            guard let local = try ScopeStore.all(on: connection).first(where: { $0.scopeID == scope }) else {
+                throw SyncError.invalidState(reason: "the scope is not assigned")
+            }
+            if let existing = try Self.attempt(scope: scope, on: connection),
+                existing.clientGeneration == binding.generation, existing.schemaVersion == binding.schema.version,
+                existing.schemaHash == binding.schema.hash, existing.pageLimit == limit,
+                existing.generation == local.generation
+            {
+                return existing
+            }
+            let rows = LocalRows(connection: connection, manifest: try LocalRows.activeManifest(on: connection))
+            try connection.run("DELETE FROM _synchro_rebuild_page_receipts WHERE scope_id = ?", [.text(scope)])
+            try connection.run("DELETE FROM _synchro_rebuild_attempts WHERE scope_id = ?", [.text(scope)])
+            try rows.dropEdges(scope: scope)
+            try ScopeStore.invalidate(scope, on: connection)
+            let attempt = RebuildAttempt(
+                scopeID: scope, rebuildID: uuids.next(), clientGeneration: binding.generation,
+                schemaVersion: binding.schema.version, schemaHash: binding.schema.hash,
+                generation: local.generation + 1, cursor: nil, pageLimit: limit)
+            try connection.run("""
+                INSERT INTO _synchro_rebuild_attempts
+                    (scope_id, rebuild_id, client_generation, schema_version, schema_hash, generation, cursor,
+                     page_limit)
+                VALUES (?, ?, ?, ?, ?, ?, NULL, ?)
+                """, [
+                    .text(scope), .text(attempt.rebuildID), .integer(attempt.clientGeneration),
+                    .integer(attempt.schemaVersion), .text(attempt.schemaHash), .integer(attempt.generation),
+                    .integer(limit),
+                ])
+            return attempt
+        }
+    }
+
+    /// The exact request the stored attempt makes next.
+    public func request(for attempt: RebuildAttempt) throws(SyncError) -> RebuildRequest {
+        let schema: SchemaReference
+        do {
+            schema = try SchemaReference(version: attempt.schemaVersion, hash: attempt.schemaHash)
+        } catch {
+            throw .invalidState(reason: "the attempt's schema reference is malformed")
+        }
+        return RebuildRequest(
+            clientID: context.clientID, clientGeneration: attempt.clientGeneration, schema: schema,
+            scope: attempt.scopeID, rebuildID: attempt.rebuildID, cursor: attempt.cursor, limit: attempt.pageLimit)
+    }
+
+    /// Sends the attempt's next request and applies the page; returns true once the final page verified.
+    /// Throws ``SyncError/rebuildChecksumMismatch(scope:)`` after discarding the attempt when finality fails.
+    @discardableResult
+    public func runPage(scope: String) throws(SyncError) -> Bool {
+        guard let attempt = try attempt(scope: scope) else { throw .invalidState(reason: "no rebuild attempt") }
+        let body = try SyncExchange.mapping { try CanonicalJSON.encode(try request(for: attempt).json) }
+        let (json, bytes) = try SyncExchange.post(context.transport, path: "/sync/rebuild", body: body)
+        return try apply(json: json, responseBytes: bytes, requestBytes: body, attempt: attempt)
+    }
+
+    /// Applies a 200 body received for `requestBody`, the exact request `attempt` made (a replayed or
+    /// re-received page): a page whose identity already has a receipt is checked byte for byte and not applied
+    /// again. Returns true once the final page verified.
+    @discardableResult
+    public func apply(
+        responseBody: [UInt8], requestBody: [UInt8], attempt: RebuildAttempt
+    ) throws(SyncError) -> Bool {
+        let expected = try SyncExchange.mapping { try CanonicalJSON.encode(try request(for: attempt).json) }
+        guard expected == requestBody else { throw .invalidState(reason: "the request is not the attempt's") }
+        let json: JSONValue
+        do {
+            json = try StrictJSONParser().parse(responseBody)
+        } catch {
+            throw .contract(rule: "malformed_json", member: "")
+        }
+        return try apply(json: json, responseBytes: responseBody, requestBytes: requestBody, attempt: attempt)
+    }
+
+    /// Starts or resumes the attempt of `scope` and runs pages until the final one verifies.
+    public func rebuild(scope: String) throws(SyncError) {
+        try start(scope: scope)
+        while try !runPage(scope: scope) {}
+    }
+
+    /// Validates and applies one page body received for `attempt`'s current request.
+    func apply(
+        json: JSONValue, responseBytes: [UInt8], requestBytes: [UInt8], attempt: RebuildAttempt
+    ) throws(SyncError) -> Bool {
+        let scope = attempt.scopeID
+        let manifest = try context.store.readSyncState { connection in try LocalRows.activeManifest(on: connection) }
+        guard manifest.reference.version == attempt.schemaVersion, manifest.reference.hash == attempt.schemaHash else {
+            throw .invalidState(reason: "the attempt targets another schema")
+        }
+        let page = try RebuildPage(json: json, scope: scope, manifest: manifest.manifest)
+        let requestJSON = String(decoding: requestBytes, as: UTF8.self)
+        let responseJSON = String(decoding: responseBytes, as: UTF8.self)
+        let outcome = try context.store.applySync { connection -> PageOutcome in
+            let identity: [SQLiteValue] = [
+                .text(scope), .text(attempt.rebuildID), .integer(attempt.cursor == nil ? 1 : 0),
+                .text(attempt.cursor ?? ""),
+            ]
+            if let stored = try connection.rows("""
+                SELECT request_json, response_json, is_final FROM _synchro_rebuild_page_receipts
+                WHERE scope_id = ? AND rebuild_id = ? AND request_cursor_is_null = ? AND request_cursor = ?
+                """, identity).first
+            {
+                // A known page identity: identical content is a no-op, anything else an integrity failure.
+                guard stored[0].textValue == requestJSON, stored[1].textValue == responseJSON else {
+                    throw SyncError.rebuildPageConflict(scope: scope)
+                }
+                return stored[2].integerValue == 1 ? .final : .intermediate
+            }
+            guard try Self.attempt(scope: scope, on: connection) == attempt else {
+                throw SyncError.invalidState(reason: "the rebuild attempt changed")
+            }
+            let rows = LocalRows(connection: connection, manifest: manifest)
+            for record in page.records {
+                let (tableName, recordID) = try rows.write(record)
+                try rows.upsertEdge(
+                    scope: scope, tableName: tableName, recordID: recordID, digest: record.digest,
+                    generation: attempt.generation)
+            }
+            let finalChecksum = try page.checksum.map { try CanonicalJSON.string($0.json) }
+            try connection.run("""
+                INSERT INTO _synchro_rebuild_page_receipts (scope_id, rebuild_id, request_cursor_is_null,
+                    request_cursor, request_json, response_json, is_final, final_scope_cursor, final_checksum)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, identity + [
+                    .text(requestJSON), .text(responseJSON), .integer(page.isFinal ? 1 : 0),
+                    page.finalScopeCursor.map(SQLiteValue.text) ?? .null,
+                    finalChecksum.map(SQLiteValue.text) ?? .null,
+                ])
+            guard page.isFinal, let checksum = page.checksum, let finalCursor = page.finalScopeCursor,
+                let finalChecksum
+            else {
+                try connection.run(
+                    "UPDATE _synchro_rebuild_attempts SET cursor = ? WHERE scope_id = ?",
+                    [page.cursor.map(SQLiteValue.text) ?? .null, .text(scope)])
+                return .intermediate
+            }
+            // Finality in the same transaction: stale provenance pruned, orphans deleted, digest verified.
+            try rows.dropEdges(scope: scope, keepingGeneration: attempt.generation)
+            let local = try rows.scopeDigest(scope: scope)
+            guard local == checksum else { return .mismatch }
+            try connection.run("""
+                UPDATE _synchro_scopes SET cursor = ?, checksum = ?, local_checksum = ? WHERE scope_id = ?
+                """, [.text(finalCursor), .text(finalChecksum), .text(finalChecksum), .text(scope)])
+            try connection.run("DELETE FROM _synchro_rebuild_attempts WHERE scope_id = ?", [.text(scope)])
+            return .final
+        }
+        switch outcome {
+        case .intermediate: return false
+        case .final: return true
+        case .mismatch:
+            // Roll back the page's writes and discard the attempt, so the next start draws a new rebuild ID.
+            try discardAttempt(scope: scope)
+            throw .rebuildChecksumMismatch(scope: scope)
+        }
+    }
+
+    private enum PageOutcome: Sendable { case intermediate, final, mismatch }
+
+    private func discardAttempt(scope: String) throws(SyncError) {
+        try context.store.applySync { connection in
+            try connection.run("DELETE FROM _synchro_rebuild_page_receipts WHERE scope_id = ?", [.text(scope)])
+            try connection.run("DELETE FROM _synchro_rebuild_attempts WHERE scope_id = ?", [.text(scope)])
+        }
+    }
+
+    static func attempt(scope: String, on connection: Connection) throws -> RebuildAttempt? {
+        try connection.query("""
+            SELECT rebuild_id, client_generation, schema_version, schema_hash, generation, cursor, page_limit
+            FROM _synchro_rebuild_attempts WHERE scope_id = ?
+            """, [.text(scope)]
+        ) {
+            RebuildAttempt(
+                scopeID: scope, rebuildID: try $0.text(at: 0), clientGeneration: $0.int64(at: 1),
+                schemaVersion: $0.int64(at: 2), schemaHash: try $0.text(at: 3), generation: $0.int64(at: 4),
+                cursor: $0.isNull(at: 5) ? nil : try $0.text(at: 5), pageLimit: $0.int64(at: 6))
+        }.first
+    }
+}

@@ -1,0 +1,115 @@
+import SQLiteKit
+import SynchroProtocol
+
+/// One HTTP exchange as the sync engine sees it: a protocol POST and the status and exact body octets that came
+/// back. `SynchroClient` does not link the libcurl transport; the host (or a test) adapts `SynchroHTTP` to this.
+public protocol SyncTransport: Sendable {
+    /// POSTs `body` to `path` (e.g. `/sync/pull`) with the protocol headers and returns the reply.
+    func post(path: String, body: [UInt8]) throws -> SyncReply
+}
+
+/// The status and exact body of one reply.
+public struct SyncReply: Sendable {
+    /// HTTP status.
+    public let status: Int
+    /// Exact response body octets.
+    public let body: [UInt8]
+
+    /// Creates a reply.
+    public init(status: Int, body: [UInt8]) {
+        self.status = status
+        self.body = body
+    }
+}
+
+/// Why a sync exchange failed. Cases name members and rules only: never row values, tokens or cursors.
+public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A 200 body broke the response contract (`spec/wire-protocol.md` §2.1): non-retryable, nothing committed.
+    case contract(rule: String, member: String)
+    /// A non-200 reply, with the error code of its envelope when it had one.
+    case http(status: Int, code: String?)
+    /// A connect schema action this engine does not apply yet (only `none` and a fresh `replace` are).
+    case schemaActionNotSupported(action: String)
+    /// A received rebuild page re-used a known page identity with different content (non-retryable).
+    case rebuildPageConflict(scope: String)
+    /// The final rebuild page's checksum did not match the recomputed local digest; a new attempt is needed.
+    case rebuildChecksumMismatch(scope: String)
+    /// Local state does not allow the operation (e.g. no schema or generation yet, no attempt for a scope).
+    case invalidState(reason: String)
+    /// The local store failed.
+    case store(ClientStoreError)
+    /// The transport failed before a reply arrived.
+    case transport(reason: String)
+
+    /// Stable snake_case name of the failure.
+    public var rule: String {
+        switch self {
+        case .contract(let rule, _): "contract.\(rule)"
+        case .http: "http"
+        case .schemaActionNotSupported: "schema_action_not_supported"
+        case .rebuildPageConflict: "rebuild_page_conflict"
+        case .rebuildChecksumMismatch: "rebuild_checksum_mismatch"
+        case .invalidState: "invalid_state"
+        case .store(let error): "store.\(error.rule)"
+        case .transport: "transport"
+        }
+    }
+
+    /// True for `503 capture_pending`, which leaves every local cursor and row as it was.
+    public var isCapturePending: Bool {
+        if case .http(503, "capture_pending") = self { return true }
+        return false
+    }
+
+    public var description: String {
+        switch self {
+        case .contract(let rule, let member): "response contract violation: \(rule) at \(member)"
+        case .http(let status, let code): "HTTP \(status)\(code.map { " (\($0))" } ?? "")"
+        case .schemaActionNotSupported(let action): "schema action \(action) is not supported yet"
+        case .rebuildPageConflict(let scope): "rebuild page of scope \(scope) re-received with different content"
+        case .rebuildChecksumMismatch(let scope): "rebuild of scope \(scope) did not verify"
+        case .invalidState(let reason): "invalid local state: \(reason)"
+        case .store(let error): "store: \(error)"
+        case .transport(let reason): "transport: \(reason)"
+        }
+    }
+}
+
+/// Sends one protocol body and returns the parsed 200 JSON, or throws the typed failure.
+enum SyncExchange {
+    static func post(_ transport: any SyncTransport, path: String, body: [UInt8]) throws(SyncError) -> (
+        json: JSONValue, bytes: [UInt8]
+    ) {
+        let reply: SyncReply
+        do {
+            reply = try transport.post(path: path, body: body)
+        } catch {
+            throw .transport(reason: String(describing: type(of: error)))
+        }
+        guard reply.status == 200 else {
+            let code = (try? StrictJSONParser().parse(reply.body))?.objectValue?["error"]?.objectValue?["code"]?
+                .stringValue
+            throw .http(status: reply.status, code: code)
+        }
+        do {
+            return (try StrictJSONParser().parse(reply.body), reply.body)
+        } catch {
+            throw .contract(rule: "malformed_json", member: "")
+        }
+    }
+
+    /// Runs `body` and maps store and SQLite failures to ``SyncError``.
+    static func mapping<Value>(_ body: () throws -> Value) throws(SyncError) -> Value {
+        do {
+            return try body()
+        } catch let error as SyncError {
+            throw error
+        } catch let error as ClientStoreError {
+            throw .store(error)
+        } catch let error as SQLiteError {
+            throw .store(.sqlite(error))
+        } catch {
+            throw .invalidState(reason: String(describing: type(of: error)))
+        }
+    }
+}
