@@ -10,7 +10,7 @@ import _SeedkitTestSupport
 /// A push transport over a running reference server (libcurl, protocol headers) that records every body it
 /// sends, so tests can compare retries byte for byte. Each request gets a fresh `CurlTransport`: on a reused
 /// connection libcurl silently re-sends a request whose connection died, which would hide a lost response.
-final class RecordingServerTransport: PushTransport {
+final class RecordingServerTransport: SyncTransport {
     let server: RunningServer
     let user: String
     private let sent = Mutex<[[UInt8]]>([])
@@ -23,12 +23,12 @@ final class RecordingServerTransport: PushTransport {
     /// Every body posted so far, in order.
     var bodies: [[UInt8]] { sent.withLock { $0 } }
 
-    func post(path: String, body: [UInt8]) throws -> PushHTTPResponse {
+    func post(path: String, body: [UInt8]) throws -> SyncReply {
         sent.withLock { $0.append(body) }
         let transport = try CurlTransport(configuration: .init(baseURL: server.baseURL))
         let response = try transport.send(
             .protocolPost(path: path, body: body, credential: "secret-\(user)", appVersion: "1.0.0"))
-        return PushHTTPResponse(
+        return SyncReply(
             status: response.status, headers: response.headers.map { (name: $0.name, value: $0.value) },
             body: response.body)
     }

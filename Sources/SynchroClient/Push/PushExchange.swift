@@ -7,9 +7,9 @@ public struct PushExchange: Sendable {
     /// The store holding the batch and ledger.
     public let store: ClientStore
     /// How requests reach the server.
-    public let transport: any PushTransport
+    public let transport: any SyncTransport
 
-    public init(store: ClientStore, transport: any PushTransport) {
+    public init(store: ClientStore, transport: any SyncTransport) {
         self.store = store
         self.transport = transport
     }
@@ -35,7 +35,7 @@ public struct PushExchange: Sendable {
     /// Sends `batch.body` as stored and dispatches the response. A transport failure throws
     /// ``PushError/transport(reason:)`` and changes nothing: the caller retries with the same batch.
     public func send(_ batch: SealedBatch) throws(PushError) -> Outcome {
-        let response: PushHTTPResponse
+        let response: SyncReply
         do {
             response = try transport.post(path: "/sync/push", body: batch.body)
         } catch {

@@ -1,24 +1,33 @@
 import SQLiteKit
 import SynchroProtocol
 
-/// One HTTP exchange as the sync engine sees it: a protocol POST and the status and exact body octets that came
-/// back. `SynchroClient` does not link the libcurl transport; the host (or a test) adapts `SynchroHTTP` to this.
+/// One HTTP exchange as the sync engine sees it (connect, push, pull, rebuild): a protocol POST of exact octets
+/// and the reply that came back. `SynchroClient` does not link the libcurl transport; the host (or a test) adapts
+/// `SynchroHTTP` to this. Throwing means no response arrived (a lost response looks like a lost request).
 public protocol SyncTransport: Sendable {
     /// POSTs `body` to `path` (e.g. `/sync/pull`) with the protocol headers and returns the reply.
     func post(path: String, body: [UInt8]) throws -> SyncReply
 }
 
-/// The status and exact body of one reply.
+/// The status, headers and exact body of one reply.
 public struct SyncReply: Sendable {
     /// HTTP status.
     public let status: Int
+    /// Header name/value pairs in received order (push reads `Retry-After`).
+    public let headers: [(name: String, value: String)]
     /// Exact response body octets.
     public let body: [UInt8]
 
     /// Creates a reply.
-    public init(status: Int, body: [UInt8]) {
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8]) {
         self.status = status
+        self.headers = headers
         self.body = body
+    }
+
+    /// The first header named `name` (case-insensitive).
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
     }
 }
 
