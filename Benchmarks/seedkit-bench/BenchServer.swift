@@ -25,7 +25,8 @@ final class BenchServer {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let dataset = try Dataset(directory: try Self.demoDirectory())
         let configuration = ServerConfiguration(
-            dataset: dataset, rowsOverride: catalogRows, databasePath: directory.appendingPathComponent("server.db").path,
+            dataset: dataset, rowsOverride: catalogRows,
+            databasePath: directory.appendingPathComponent("server.db").path,
             credentials: [Self.credential: Self.user], materialization: .immediate)
         let clock = ContinuousClock()
         let start = clock.now

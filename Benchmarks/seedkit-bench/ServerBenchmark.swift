@@ -128,7 +128,8 @@ private struct ServerRebuildBenchmark {
             try touchCatalog(server, attempt: attempt)
             let start = clock.now
             let run = try rebuild(server, client, rebuildID: BenchClient.uuid(attempt)) { record in
-                if attempt == 0 { images.append(try StoredRowImage(record, rowMember: "row", manifest: client.manifest)) }
+                guard attempt == 0 else { return }
+                images.append(try StoredRowImage(record, rowMember: "row", manifest: client.manifest))
             }
             if attempt > 0 { durations.append(start.duration(to: clock.now)) }
             runs.append(run)
@@ -137,19 +138,19 @@ private struct ServerRebuildBenchmark {
         let rows = runs[0].records
         guard runs.allSatisfy({ $0.records == rows }) else { throw BenchmarkFailure("rebuilds differ in size") }
 
-        // Every page of the last attempt again: the stored pages, byte for byte.
+        // Every page of the last attempt again: exact replays of the same snapshot (§6.3).
         let last = runs[runs.count - 1]
         let lastID = BenchClient.uuid(options.iterations)
         let replay = try Stopwatch.samples(iterations: options.iterations) { () throws -> Int in
             var records = 0
             var cursor: String?
             for next in last.continuations {
-                let page = try parseObject(try server.postOK(
-                    "/sync/rebuild",
-                    client.rebuildBody(scope: "catalog", rebuildID: lastID, cursor: cursor, limit: Self.limit)))
+                let body = client.rebuildBody(scope: "catalog", rebuildID: lastID, cursor: cursor, limit: Self.limit)
+                let page = try parseObject(try server.postOK("/sync/rebuild", body))
                 records += page["records"]?.arrayValue?.count ?? 0
                 cursor = next
             }
+            guard records == rows else { throw BenchmarkFailure("a replay served \(records) of \(rows) rows") }
             return records
         }
         let baseline = try RawSQLiteBaseline(path: server.scratchPath("baseline.db"))
@@ -188,8 +189,8 @@ private struct ServerRebuildBenchmark {
         let clock = ContinuousClock()
         repeat {
             let start = clock.now
-            let page = try parseObject(try server.postOK(
-                "/sync/rebuild", client.rebuildBody(scope: "catalog", rebuildID: rebuildID, cursor: cursor, limit: Self.limit)))
+            let body = client.rebuildBody(scope: "catalog", rebuildID: rebuildID, cursor: cursor, limit: Self.limit)
+            let page = try parseObject(try server.postOK("/sync/rebuild", body))
             if run.continuations.isEmpty { run.firstPage = start.duration(to: clock.now) }
             let records = page["records"]?.arrayValue ?? []
             run.records += records.count
@@ -264,8 +265,8 @@ private struct ServerPullBenchmark {
         var cursor: String?
         let rebuildID = BenchClient.uuid(0x7000_0000)
         while true {
-            let page = try parseObject(try server.postOK(
-                "/sync/rebuild", client.rebuildBody(scope: scope, rebuildID: rebuildID, cursor: cursor, limit: Self.limit)))
+            let body = client.rebuildBody(scope: scope, rebuildID: rebuildID, cursor: cursor, limit: Self.limit)
+            let page = try parseObject(try server.postOK("/sync/rebuild", body))
             if let final = page["final_scope_cursor"]?.stringValue { return final }
             guard let next = page["cursor"]?.stringValue else { throw BenchmarkFailure("rebuild page lacks a cursor") }
             cursor = next

@@ -159,6 +159,17 @@ struct StatementTests {
         }
     }
 
+    @Test("withBlobBytes reads a column's exact octets in place; NULL and an empty blob read as empty")
+    func blobBytesInPlace() throws {
+        try withDatabase { db, _ in
+            try db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, b BLOB)")
+            try db.run("INSERT INTO t(id, b) VALUES (1, X'00FF7B22'), (2, X''), (3, NULL)")
+            let select = try db.prepare("SELECT b FROM t ORDER BY id")
+            let read = try select.query { row in row.withBlobBytes(at: 0) { Array($0) } }
+            #expect(read == [[0x00, 0xFF, 0x7B, 0x22], [], []])
+        }
+    }
+
     @Test("run steps a write with RETURNING to completion")
     func runWithReturning() throws {
         try withDatabase { db, _ in

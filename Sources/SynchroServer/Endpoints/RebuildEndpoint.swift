@@ -6,7 +6,7 @@ import SynchroProtocol
 ///
 /// Order (§6.3, §8.4): parse, binding, retirement, generation, schema, scope assignment, then the
 /// session or continuation (400 when not ours or misbound, 409 `rebuild_restart_required` when
-/// authentic but stale), then the accepted-write fence (503), and only then a stored page replay,
+/// authentic but stale), then the accepted-write fence (503), and only then a replayed page,
 /// a new page from the stage, or a new session.
 enum RebuildEndpoint {
     static func handle(

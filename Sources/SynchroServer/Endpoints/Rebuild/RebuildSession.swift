@@ -125,9 +125,10 @@ struct RebuildSession {
             rowCount: digest.cardinality, scopeDigest: digest.digest, generations: stream.generations)
     }
 
-    /// Drops the staged rows and pages of expired sessions. The session rows stay, so a late
-    /// request of an expired attempt still gets 409 `rebuild_restart_required` rather than a new
-    /// snapshot under the old `rebuild_id`.
+    /// Drops the staged rows of expired sessions (and page bodies, which databases written before
+    /// pages were rebuilt from the stage still hold). The session rows and their lineage records
+    /// stay, so a late request of an expired attempt still gets 409 `rebuild_restart_required`
+    /// rather than a new snapshot under the old `rebuild_id`.
     private static func purgeExpired(now: Int64, store: ServerStore) throws {
         let cutoff: [SQLiteValue] = [.integer(now - lifetime)]
         try store.db.cachedStatement("""
@@ -141,8 +142,9 @@ struct RebuildSession {
 
     // MARK: - Lineage record
 
-    /// The lineage generations a session binds are kept as a record beside its pages (at an ordinal
-    /// no page uses), because `rebuild_sessions` has no columns for them.
+    /// The lineage generations a session binds are kept as a record in `rebuild_pages` (at an
+    /// ordinal no page uses), because `rebuild_sessions` has no columns for them. Page bodies
+    /// themselves are not stored: ``RebuildPage`` rebuilds them from the stage, byte for byte.
     static let lineageOrdinal: Int64 = -1
 
     private static func encodeLineage(_ generations: StreamGenerations) throws -> [UInt8] {
