@@ -22,7 +22,8 @@ let package = Package(
         .target(name: "SynchroHTTP", dependencies: ["CCurl", "SynchroProtocol"]),
         .target(name: "SynchroClient", dependencies: ["SynchroProtocol", "SQLiteKit"]),
         .target(name: "SynchroServer", dependencies: ["SynchroProtocol", "SQLiteKit", "CMicroHTTPD", "CCrypto"]),
-        .executableTarget(name: "seedkit", dependencies: ["SynchroProtocol", "SynchroServer"]),
+        .executableTarget(
+            name: "seedkit", dependencies: ["SynchroProtocol", "SynchroServer", "SynchroClient", "SynchroHTTP"]),
         .executableTarget(
             name: "seedkit-bench",
             dependencies: ["SynchroProtocol", "CCrypto", "SynchroServer", "SynchroHTTP", "SQLiteKit"],

@@ -11,6 +11,8 @@ enum CommandDispatcher {
           digest push [FILE] --user ID        fingerprints and push-limit measures
           serve --dataset DIR --token USER=SECRET [options]
                                               run the reference protocol 3 server
+          sync --server URL --db FILE --token SECRET [options]
+                                              one headless sync cycle of a client store
           help                                this text
 
         JSON input comes from FILE or standard input; see docs/cli.md.
@@ -28,6 +30,7 @@ enum CommandDispatcher {
             case "conformance": return try ConformanceCommand.run(rest)
             case "digest": return try DigestCommand.run(rest)
             case "serve": return try ServeCommand.run(rest)
+            case "sync": return try SyncCommand.run(rest)
             case "help", "--help", "-h":
                 Terminal.out(usage)
                 return .success

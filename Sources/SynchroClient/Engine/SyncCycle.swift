@@ -1,0 +1,334 @@
+import SQLiteKit
+import SynchroProtocol
+
+/// One complete sync cycle in the contract's order (`spec/wire-protocol.md` §10.3, ARCHITECTURE.md "Headless
+/// sync"): connect → renew batches awaiting renewal → push every eligible sealed batch until the queue is
+/// empty → rebuild every scope without a cursor → pull to the head → rebuild scopes the pull made
+/// rebuild-required (bounded passes).
+///
+/// Retryable failures (429, 503 including `capture_pending`, a lost response) repeat the exact same request
+/// after the injected `delay`, at least the server's `Retry-After`. 409 `client_generation_expired` and
+/// 422 `schema_mismatch` reconnect and resume; 409 `rebuild_restart_required` starts a new rebuild attempt.
+/// Everything else stops the cycle with a typed ``SyncCycleError``; committed pages and batches stay committed.
+public struct SyncCycle: Sendable {
+    /// Bounds and sizes of a cycle.
+    public struct Configuration: Sendable, Equatable {
+        /// Retry of retryable failures.
+        public var retry: SyncRetryPolicy
+        /// Most ungrouped mutations per sealed batch.
+        public var batchSize: Int
+        /// Rebuild passes after pulls that left scopes rebuild-required.
+        public var maxRebuildPasses: Int
+        /// New attempts of one scope after `rebuild_restart_required` or a final checksum mismatch.
+        public var maxRebuildRestarts: Int
+        /// Reconnects after a generation or schema gate refused a request.
+        public var maxReconnects: Int
+
+        /// Creates a configuration.
+        public init(
+            retry: SyncRetryPolicy = SyncRetryPolicy(), batchSize: Int = 100, maxRebuildPasses: Int = 3,
+            maxRebuildRestarts: Int = 3, maxReconnects: Int = 2
+        ) {
+            self.retry = retry
+            self.batchSize = batchSize
+            self.maxRebuildPasses = maxRebuildPasses
+            self.maxRebuildRestarts = maxRebuildRestarts
+            self.maxReconnects = maxReconnects
+        }
+    }
+
+    /// Store, transport, fixed request members and the page limit of pulls and new rebuild attempts.
+    public let context: SyncContext
+    /// Bounds of the cycle.
+    public let configuration: Configuration
+    /// Waits before a retry. Injected so that tests record delays instead of sleeping; hosts pass a real sleep.
+    public let delay: @Sendable (Duration) -> Void
+    /// Receives progress events, synchronously, on the calling thread.
+    public let events: @Sendable (SyncEvent) -> Void
+
+    /// Creates a cycle.
+    public init(
+        context: SyncContext, configuration: Configuration = Configuration(),
+        delay: @escaping @Sendable (Duration) -> Void, events: @escaping @Sendable (SyncEvent) -> Void = { _ in }
+    ) {
+        self.context = context
+        self.configuration = configuration
+        self.delay = delay
+        self.events = events
+    }
+
+    /// Runs the cycle once and returns what it did.
+    public func run() throws(SyncCycleError) -> SyncSummary {
+        let run = CycleRun(cycle: self)
+        do {
+            try run.run()
+        } catch {
+            run.finishCounts()
+            throw error
+        }
+        run.finishCounts()
+        return run.summary
+    }
+}
+
+/// The mutable state of one running cycle.
+private final class CycleRun {
+    let cycle: SyncCycle
+    let transport: MeteredTransport
+    let context: SyncContext
+    var summary = SyncSummary()
+    var verified: Set<String> = []
+
+    init(cycle: SyncCycle) {
+        self.cycle = cycle
+        transport = MeteredTransport(cycle.context.transport)
+        let base = cycle.context
+        context = SyncContext(
+            store: base.store, transport: transport, platform: base.platform, appVersion: base.appVersion,
+            pageLimit: base.pageLimit)
+    }
+
+    var configuration: SyncCycle.Configuration { cycle.configuration }
+
+    func run() throws(SyncCycleError) {
+        try connect()
+        var reconnects = 0
+        while true {
+            do throws(SyncCycleError) {
+                try pushRebuildPull()
+                return
+            } catch {
+                guard let (phase, code) = Self.reconnectReason(error) else { throw error }
+                guard reconnects < configuration.maxReconnects else {
+                    throw .reconnectLimit(phase: phase, code: code)
+                }
+                reconnects += 1
+                try connect()
+            }
+        }
+    }
+
+    func finishCounts() {
+        summary.connectRequests = transport.requests("/sync/connect")
+        summary.pushRequests = transport.requests("/sync/push")
+        summary.pullRequests = transport.requests("/sync/pull")
+        summary.rebuildRequests = transport.requests("/sync/rebuild")
+        summary.scopesVerified = verified.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
+    /// The steps after connect; a generation or schema refusal surfaces for `run` to reconnect and repeat them.
+    private func pushRebuildPull() throws(SyncCycleError) {
+        try push()
+        try rebuild(try scopesWithoutCursor())
+        var passes = 0
+        while true {
+            let required = try pull()
+            guard !required.isEmpty else { return }
+            guard passes < configuration.maxRebuildPasses else { throw .rebuildLimit(scope: required[0]) }
+            passes += 1
+            try rebuild(required)
+        }
+    }
+
+    // MARK: Phases
+
+    private func connect() throws(SyncCycleError) {
+        events(.phaseStarted(.connect))
+        try retrying(.connect) { () throws(SyncError) in try ConnectExchange(context: context).run() }
+        events(.phaseFinished(.connect))
+    }
+
+    /// Pushes sealed batches one at a time until nothing is sendable, renewing a `renewal_required` batch first.
+    private func push() throws(SyncCycleError) {
+        let exchange = PushExchange(store: context.store, transport: transport)
+        events(.phaseStarted(.push))
+        var attempt = 0
+        while true {
+            try renewIfNeeded(exchange)
+            let outcome: PushExchange.Outcome?
+            do {
+                outcome = try exchange.pushNext(batchSize: configuration.batchSize)
+            } catch .transport {
+                // A lost response: the sealed batch is unchanged and is re-sent byte for byte.
+                attempt += 1
+                try scheduleRetry(.push, attempt: attempt, status: nil)
+                continue
+            } catch {
+                throw .push(error)
+            }
+            switch outcome {
+            case nil:
+                events(.phaseFinished(.push))
+                return
+            case .reconciled(let result)?:
+                attempt = 0
+                let count = result.applied + result.conflicts + result.rejectedTerminal
+                summary.mutationsPushed += count
+                summary.mutationsAccepted += result.applied
+                summary.mutationsRejected += result.conflicts + result.rejectedTerminal
+                events(.pageApplied(phase: .push, scope: nil, rows: count))
+            case .retryable(let status, _)?:
+                attempt += 1
+                try scheduleRetry(.push, attempt: attempt, status: status)
+            case .renewalRequired(let code)?:
+                // Surfaced as the refusal it was, so `run` reconnects; the renewal then runs before the next push.
+                throw .sync(phase: .push, .http(status: code == "schema_mismatch" ? 422 : 409, code: code))
+            }
+        }
+    }
+
+    /// After a reconnect, the batch the server refused gets its successor before anything else is sent.
+    private func renewIfNeeded(_ exchange: PushExchange) throws(SyncCycleError) {
+        let waiting: Int64
+        do {
+            waiting = try context.store.readSyncState { connection in
+                try connection.scalar(
+                    "SELECT count(*) FROM _synchro_push_batches WHERE state = 'renewal_required'")?.integerValue ?? 0
+            }
+        } catch {
+            throw .sync(phase: .renew, error)
+        }
+        guard waiting > 0 else { return }
+        events(.phaseStarted(.renew))
+        do {
+            _ = try exchange.renewBatch()
+        } catch {
+            throw .push(error)
+        }
+        summary.batchesRenewed += 1
+        events(.phaseFinished(.renew))
+    }
+
+    /// Rebuilds `scopes` one at a time, each until its final page verifies.
+    private func rebuild(_ scopes: [String]) throws(SyncCycleError) {
+        guard !scopes.isEmpty else { return }
+        events(.phaseStarted(.rebuild))
+        let applier = RebuildApplier(context: context)
+        for scope in scopes {
+            var restarts = 0
+            try mapping(.rebuild) { () throws(SyncError) in _ = try applier.start(scope: scope) }
+            while true {
+                let isFinal: Bool
+                do throws(SyncCycleError) {
+                    isFinal = try retrying(.rebuild) { () throws(SyncError) in try applier.runPage(scope: scope) }
+                } catch {
+                    guard Self.needsNewAttempt(error), restarts < configuration.maxRebuildRestarts else {
+                        if Self.needsNewAttempt(error) { throw .rebuildLimit(scope: scope) }
+                        throw error
+                    }
+                    restarts += 1
+                    try newAttempt(scope: scope, applier: applier)
+                    continue
+                }
+                let rows = transport.lastPageRows
+                summary.rowsApplied += rows
+                events(.pageApplied(phase: .rebuild, scope: scope, rows: rows))
+                if isFinal { break }
+            }
+            summary.scopesRebuilt.append(scope)
+            verified.insert(scope)
+            events(.scopeVerified(scope: scope))
+        }
+        events(.phaseFinished(.rebuild))
+    }
+
+    /// Pulls pages until a terminal page; returns the scopes it left rebuild-required.
+    private func pull() throws(SyncCycleError) -> [String] {
+        events(.phaseStarted(.pull))
+        let applier = PullApplier(context: context)
+        while true {
+            let outcome = try retrying(.pull) { () throws(SyncError) in try applier.runPage() }
+            let rows = transport.lastPageRows
+            summary.rowsApplied += rows
+            events(.pageApplied(phase: .pull, scope: nil, rows: rows))
+            for scope in outcome.verifiedScopes { verified.insert(scope) }
+            guard !outcome.hasMore else { continue }
+            events(.phaseFinished(.pull))
+            return outcome.rebuildRequired
+        }
+    }
+
+    // MARK: Helpers
+
+    private func events(_ event: SyncEvent) {
+        cycle.events(event)
+    }
+
+    private func scopesWithoutCursor() throws(SyncCycleError) -> [String] {
+        try mapping(.rebuild) { () throws(SyncError) in
+            try context.store.readSyncState { connection in
+                try ScopeStore.all(on: connection).filter { $0.cursor == nil }.map(\.scopeID)
+            }
+        }
+    }
+
+    /// Discards the scope's attempt (and its page receipts) so that `start` draws a new rebuild ID with a null
+    /// cursor (§6.4: only that scope's continuation is discarded).
+    private func newAttempt(scope: String, applier: RebuildApplier) throws(SyncCycleError) {
+        try mapping(.rebuild) { () throws(SyncError) in
+            try context.store.applySync { connection in
+                try connection.run("DELETE FROM _synchro_rebuild_page_receipts WHERE scope_id = ?", [.text(scope)])
+                try connection.run("DELETE FROM _synchro_rebuild_attempts WHERE scope_id = ?", [.text(scope)])
+            }
+            _ = try applier.start(scope: scope)
+        }
+    }
+
+    /// Runs one exchange, repeating it after retryable failures as the policy allows.
+    private func retrying<Value>(
+        _ phase: SyncPhase, _ body: () throws(SyncError) -> Value
+    ) throws(SyncCycleError) -> Value {
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try body()
+            } catch {
+                switch error {
+                case .http(let status, _) where status == 429 || status == 503:
+                    try scheduleRetry(phase, attempt: attempt, status: status)
+                case .transport:
+                    try scheduleRetry(phase, attempt: attempt, status: nil)
+                default:
+                    throw .sync(phase: phase, error)
+                }
+            }
+        }
+    }
+
+    private func mapping<Value>(
+        _ phase: SyncPhase, _ body: () throws(SyncError) -> Value
+    ) throws(SyncCycleError) -> Value {
+        do {
+            return try body()
+        } catch {
+            throw .sync(phase: phase, error)
+        }
+    }
+
+    /// Waits before the next attempt, or fails once the policy's attempts are used up.
+    private func scheduleRetry(_ phase: SyncPhase, attempt: Int, status: Int?) throws(SyncCycleError) {
+        guard attempt < configuration.retry.maxAttempts else {
+            throw .retriesExhausted(phase: phase, attempts: attempt, status: status)
+        }
+        let wait = configuration.retry.delay(afterAttempt: attempt, retryAfter: transport.lastRetryAfter)
+        summary.retries += 1
+        events(.retryScheduled(phase: phase, attempt: attempt, status: status, delay: wait))
+        cycle.delay(wait)
+    }
+
+    private static func needsNewAttempt(_ error: SyncCycleError) -> Bool {
+        switch error {
+        case .sync(_, .http(409, "rebuild_restart_required")), .sync(_, .rebuildChecksumMismatch): true
+        default: false
+        }
+    }
+
+    private static func reconnectReason(_ error: SyncCycleError) -> (SyncPhase, String)? {
+        switch error {
+        case .sync(let phase, .http(409, "client_generation_expired")): (phase, "client_generation_expired")
+        case .sync(let phase, .http(422, "schema_mismatch")): (phase, "schema_mismatch")
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,39 @@
+/// Why a sync cycle stopped. Cases name phases, rules and statuses only: never values, tokens or cursors.
+public enum SyncCycleError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A connect, pull or rebuild exchange failed non-retryably (or its retries ran out: see `retriesExhausted`).
+    case sync(phase: SyncPhase, SyncError)
+    /// A push or renewal step failed non-retryably.
+    case push(PushError)
+    /// A retryable failure persisted through every attempt the policy allows.
+    case retriesExhausted(phase: SyncPhase, attempts: Int, status: Int?)
+    /// The server kept requiring a reconnect (409 `client_generation_expired`, 422 `schema_mismatch`).
+    case reconnectLimit(phase: SyncPhase, code: String)
+    /// Scopes were still rebuild-required after the last bounded rebuild pass, or a scope kept restarting.
+    case rebuildLimit(scope: String)
+
+    /// True when the server refused the credential (401 `auth_required`) on any exchange.
+    public var isAuthFailure: Bool {
+        switch self {
+        case .sync(_, .http(401, _)), .push(.requestFailed(401, _)): true
+        default: false
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .sync(let phase, let error):
+            if case .http(401, _) = error { return "\(phase.rawValue): authentication failed (HTTP 401)" }
+            return "\(phase.rawValue): \(error)"
+        case .push(let error):
+            if case .requestFailed(401, _) = error { return "push: authentication failed (HTTP 401)" }
+            return error.description
+        case .retriesExhausted(let phase, let attempts, let status):
+            return "\(phase.rawValue): still failing after \(attempts) attempts"
+                + (status.map { " (last HTTP \($0))" } ?? " (no response)")
+        case .reconnectLimit(let phase, let code):
+            return "\(phase.rawValue): the server kept requiring a reconnect (\(code))"
+        case .rebuildLimit(let scope):
+            return "rebuild: scope \(scope) did not reach a verified state"
+        }
+    }
+}

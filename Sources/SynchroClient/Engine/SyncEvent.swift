@@ -1,0 +1,29 @@
+/// The steps of one sync cycle, in the order the contract runs them (`spec/wire-protocol.md` §10.3).
+public enum SyncPhase: String, Sendable, Equatable, CaseIterable {
+    /// `POST /sync/connect`: generation, schema action and scope assignment.
+    case connect
+    /// Successors for sealed batches that a generation or schema change made `renewal_required`.
+    case renew
+    /// Every eligible sealed batch, one at a time, each reconciled before the next.
+    case push
+    /// Single-scope rebuilds of every scope without a cursor.
+    case rebuild
+    /// Incremental pull pages until a terminal page.
+    case pull
+}
+
+/// Progress of a running cycle, for a progress display or JSON Lines. Events name phases, scopes and counts
+/// only: never row values, tokens, cursors or request bodies (ARCHITECTURE.md, design rules).
+public enum SyncEvent: Sendable, Equatable {
+    /// A phase began.
+    case phaseStarted(SyncPhase)
+    /// A phase ended without error.
+    case phaseFinished(SyncPhase)
+    /// One page (pull or rebuild) or one reconciled push batch was committed; `rows` counts its rows or
+    /// mutations, `scope` names the rebuilt scope.
+    case pageApplied(phase: SyncPhase, scope: String?, rows: Int)
+    /// A rebuild page verified the scope's final checksum.
+    case scopeVerified(scope: String)
+    /// A retryable failure (429, 503, a lost response) is retried after `delay`; `attempt` is the failed one.
+    case retryScheduled(phase: SyncPhase, attempt: Int, status: Int?, delay: Duration)
+}

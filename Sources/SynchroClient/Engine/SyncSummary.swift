@@ -1,0 +1,33 @@
+/// What one complete sync cycle did. Counts only: never values, tokens or cursors.
+public struct SyncSummary: Sendable, Equatable {
+    /// HTTP requests sent per endpoint, retries included.
+    public var connectRequests = 0
+    /// `POST /sync/push` requests, retries included.
+    public var pushRequests = 0
+    /// `POST /sync/pull` requests, retries included.
+    public var pullRequests = 0
+    /// `POST /sync/rebuild` requests, retries included.
+    public var rebuildRequests = 0
+    /// Rows of committed pull changes and rebuild records.
+    public var rowsApplied = 0
+    /// Scopes whose checksum verified in this cycle (rebuild finality or a terminal pull), byte order.
+    public var scopesVerified: [String] = []
+    /// Scopes rebuilt in this cycle, in the order they finished.
+    public var scopesRebuilt: [String] = []
+    /// Mutations in reconciled push batches.
+    public var mutationsPushed = 0
+    /// Mutations the server applied.
+    public var mutationsAccepted = 0
+    /// Mutations that came back as `conflict` or `rejected_terminal`.
+    public var mutationsRejected = 0
+    /// Retries scheduled after retryable failures.
+    public var retries = 0
+    /// Sealed batches renewed after a generation or schema change.
+    public var batchesRenewed = 0
+
+    /// Creates an empty summary.
+    public init() {}
+
+    /// Every request of the cycle.
+    public var totalRequests: Int { connectRequests + pushRequests + pullRequests + rebuildRequests }
+}

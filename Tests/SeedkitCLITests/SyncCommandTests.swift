@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+import _SeedkitTestSupport
+
+/// `seedkit sync` run as a user runs it, against `seedkit serve` in a subprocess.
+@Suite("seedkit sync")
+struct SyncCommandTests {
+    /// A `seedkit serve` subprocess on a free loopback port, stopped with SIGTERM.
+    final class ServeProcess {
+        let process = Process()
+        let directory: TemporaryDirectory
+        let url: String
+
+        init(secret: String) throws {
+            directory = try TemporaryDirectory()
+            process.executableURL = SeedkitProcess.executable
+            process.arguments = [
+                "serve", "--dataset", RepositoryLayout.root.appendingPathComponent("seeds/demo").path, "--rows",
+                "60", "--db", directory.path("server.db"), "--listen", "127.0.0.1:0", "--token", "alice=\(secret)",
+            ]
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = Pipe()
+            try process.run()
+            url = String(ServeCommandTests.firstLine(of: output).dropFirst("listening on ".count))
+        }
+
+        func stop() -> Int32 {
+            process.terminate()
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+    }
+
+    @Test("two runs against a served dataset: the first rebuilds, the second verifies without rebuilding")
+    func twoRuns() throws {
+        let server = try ServeProcess(secret: "alice-cli-secret")
+        let database = server.directory.path("app.db")
+        let arguments = ["sync", "--server", server.url, "--db", database, "--token", "alice-cli-secret"]
+
+        let first = try SeedkitProcess.run(arguments + ["--page-limit", "25"])
+        #expect(first.status == 0, "\(first.stderrText)")
+        #expect(first.stdoutText.hasPrefix("synced: "))
+        #expect(first.stdoutText.hasSuffix(" rows, 2 scopes verified, 0 mutations pushed\n"))
+        #expect(first.stdoutText != "synced: 0 rows, 2 scopes verified, 0 mutations pushed\n")
+
+        let second = try SeedkitProcess.run(arguments + ["--json"])
+        #expect(second.status == 0, "\(second.stderrText)")
+        let lines = second.stdoutText.split(separator: "\n").map(String.init)
+        #expect(!lines.contains { $0.contains(#""phase":"rebuild""#) })
+        let summary = try #require(lines.last)
+        #expect(summary.contains(#""event":"summary""#))
+        #expect(summary.contains(#""requests":{"connect":1,"pull":1,"push":0,"rebuild":0}"#))
+        #expect(summary.contains(#""rows_applied":0"#))
+        #expect(summary.contains(#""scopes_rebuilt":[]"#))
+        #expect(summary.contains(#""scopes_verified":["catalog","user:alice"]"#))
+        for output in [first.stdoutText + first.stderrText, second.stdoutText + second.stderrText] {
+            #expect(!output.contains("alice-cli-secret"))
+        }
+        #expect(server.stop() == 0)
+    }
+
+    @Test("a wrong token fails with exit 1 and an auth error that does not echo the token")
+    func wrongToken() throws {
+        let server = try ServeProcess(secret: "right-secret")
+        let run = try SeedkitProcess.run([
+            "sync", "--server", server.url, "--db", server.directory.path("app.db"), "--token", "wrong-token-7f3",
+        ])
+        #expect(run.status == 1)
+        #expect(run.stderrText.contains("authentication failed"))
+        #expect(!(run.stderrText + run.stdoutText).contains("wrong-token-7f3"))
+        #expect(server.stop() == 0)
+    }
+
+    @Test("usage errors exit 2 and never echo the token", arguments: [
+        ["sync", "--db", "app.db", "--token", "tok-123"],
+        ["sync", "--server", "http://127.0.0.1:1", "--token", "tok-123"],
+        ["sync", "--server", "127.0.0.1:1", "--db", "app.db", "--token", "tok-123"],
+        ["sync", "--server", "http://127.0.0.1:1", "--db", "app.db", "--token", "tok-123", "--page-limit", "0"],
+        ["sync", "--server", "http://127.0.0.1:1", "--db", "app.db", "--token", "tok-123", "--app-version", "x"],
+        ["sync", "--server", "http://127.0.0.1:1", "--db", "app.db", "tok-123"],
+    ])
+    func usage(arguments: [String]) throws {
+        let run = try SeedkitProcess.run(arguments)
+        #expect(run.status == 2)
+        #expect(!run.stderrText.contains("tok-123"))
+    }
+}
