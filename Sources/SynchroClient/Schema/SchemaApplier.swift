@@ -20,6 +20,9 @@ struct SchemaApplier {
     /// Extra work committed in the same transaction after activation (connect installs its assignment here, so
     /// a fresh store never has a schema without its generation and scopes).
     var afterActivation: ((Connection) throws -> Void)? = nil
+    /// Set by a connect schema action (`replace` over an installed schema, `rebuild_local`): a different active
+    /// schema is then migrated additively (``SchemaMigration``) instead of refused.
+    var migratesActiveSchema = false
 
     func apply(on connection: Connection) throws(ClientStoreError) -> SchemaApplicationOutcome {
         try mappingStoreErrors {
@@ -28,9 +31,19 @@ struct SchemaApplier {
                 let activeVersion = try MetaStore.integer(.schemaVersion, on: connection)
                 let activeHash = try MetaStore.value(.schemaHash, on: connection) ?? ""
                 let isFresh = activeVersion <= 0 || activeHash.isEmpty
-                if !isFresh && !(activeVersion == reference.version && activeHash.exactlyEquals(reference.hash)) {
-                    throw ClientStoreError.schemaApplication(
-                        .differentSchemaActive(version: activeVersion, hash: activeHash))
+                let isSame = activeVersion == reference.version && activeHash.exactlyEquals(reference.hash)
+                if !isFresh && !isSame {
+                    guard migratesActiveSchema else {
+                        throw ClientStoreError.schemaApplication(
+                            .differentSchemaActive(version: activeVersion, hash: activeHash))
+                    }
+                    let source = try LocalSchemaJSON.decode(try MetaStore.value(.localSchema, on: connection) ?? "[]")
+                    try SchemaMigration.applyAdditiveDDL(
+                        from: source, to: manifest.localSchema, on: connection)
+                    try activate(on: connection)
+                    try CaptureTriggerInstaller.install(manifest.localSchema, on: connection)
+                    try afterActivation?(connection)
+                    return .applied
                 }
                 try createTables(on: connection)
                 try activate(on: connection)

@@ -4,9 +4,12 @@ import SynchroProtocol
 /// One connect exchange (`spec/wire-protocol.md` §3): builds the request from local state, validates the whole
 /// 200 body, then installs it.
 ///
-/// Supported schema actions: `none` (the installed manifest is current) and `replace` on a fresh store (the
-/// inline manifest is applied). `replace` over an installed schema, `rebuild_local` and `unsupported` throw
-/// ``SyncError/schemaActionNotSupported(action:)`` before anything is written.
+/// Schema actions (`spec/wire-protocol.md` §3.3, §12.4): `none` keeps the installed manifest; `replace` applies the
+/// inline manifest (fresh store, or an additive migration of the installed one); `rebuild_local` migrates like
+/// `replace` and also makes every affected scope rebuild-required. DDL, activation, cursor replacements and the
+/// assignment commit in one schema-migration transaction; local-only tables and queued intent are kept.
+/// `unsupported` records a non-retryable blocking error (recovery `schema_reset`) and changes nothing else;
+/// while that error is stored, connect sends nothing and fails with ``SyncError/invalidState(reason:)``.
 public struct ConnectExchange: Sendable {
     /// Where and as whom to connect.
     public let context: SyncContext
@@ -37,10 +40,28 @@ public struct ConnectExchange: Sendable {
 
     /// Sends the request and installs the response.
     public func run() throws(SyncError) {
+        // After `unsupported` the client never continues with the old manifest (§10.3): only an explicit reset
+        // by an upgraded client may clear this, so nothing is sent.
+        if let code = try SchemaUnsupportedRecord.stored(in: context.store) {
+            throw .invalidState(reason: "the installed schema is unsupported by the server (\(code))")
+        }
         let request = try request()
         let body = try SyncExchange.mapping { try CanonicalJSON.encode(request.json) }
         let (json, _) = try SyncExchange.post(context.transport, path: "/sync/connect", body: body)
-        try install(ConnectResponse(json: json), fresh: request.schema == nil)
+        let response = try ConnectResponse(json: json)
+        if response.action == "unsupported" {
+            guard request.schema != nil else {
+                throw .contract(rule: "unsupported_for_fresh_client", member: "schema.action")
+            }
+            // ResponseValidation already required a string `reason` for this action.
+            let reason = json.objectValue?["schema"]?.objectValue?["reason"]?.stringValue ?? ""
+            guard SchemaUnsupportedRecord.reasons.contains(reason) else {
+                throw .contract(rule: "unknown_reason", member: "schema.reason")
+            }
+            try SchemaUnsupportedRecord.record(reason: reason, in: context.store)
+            throw .invalidState(reason: "the installed schema is unsupported by the server (\(reason))")
+        }
+        try install(response, fresh: request.schema == nil)
     }
 
     private func install(_ response: ConnectResponse, fresh: Bool) throws(SyncError) {
@@ -48,7 +69,10 @@ public struct ConnectExchange: Sendable {
         switch response.action {
         case "none":
             guard !fresh else { throw .contract(rule: "none_for_fresh_client", member: "schema.action") }
-        case "replace" where fresh:
+        case "replace", "rebuild_local":
+            guard !(fresh && response.action == "rebuild_local") else {
+                throw .contract(rule: "rebuild_local_for_fresh_client", member: "schema.action")
+            }
             do {
                 manifest = try ClientManifest(json: response.schemaDefinition ?? .null)
             } catch {
@@ -72,9 +96,18 @@ public struct ConnectExchange: Sendable {
         if manifest == nil, version != response.schema.version || hash != response.schema.hash {
             throw .contract(rule: "schema_reference_mismatch", member: "schema")
         }
+        if !fresh, manifest != nil, version == response.schema.version, hash == response.schema.hash {
+            // A schema action names a different manifest; re-sending the installed one is not a migration.
+            throw .contract(rule: "schema_action_for_current_schema", member: "schema.action")
+        }
         let assigned = known.subtracting(response.removed).union(response.added.map(\.scopeID))
         guard response.cursorUpdates.allSatisfy({ assigned.contains($0.scopeID) }) else {
             throw .contract(rule: "cursor_update_for_unknown_scope", member: "scope_cursor_updates")
+        }
+        // Affected scopes are existing assignments that stay assigned (an intersection with them, §3.3).
+        let affected = response.affectedScopes ?? []
+        guard affected.allSatisfy({ known.contains($0) && !response.removed.contains($0) }) else {
+            throw .contract(rule: "affected_scope_not_assigned", member: "affected_scopes")
         }
         let clientID = context.clientID
         let install = { (connection: Connection) throws in
@@ -93,13 +126,21 @@ public struct ConnectExchange: Sendable {
                     try ScopeStore.invalidate(scopeID, on: connection)
                 }
             }
+            // `rebuild_local`: cursor, checksum and local checksum dropped, rows and queued intent kept; the cycle
+            // pushes first and then rebuilds these scopes. A `null` update already did this (one generation bump).
+            let invalidated = Set(response.cursorUpdates.filter { $0.cursor == nil }.map(\.scopeID))
+            for scopeID in affected where !invalidated.contains(scopeID) {
+                try ScopeStore.invalidate(scopeID, on: connection)
+            }
             try MetaStore.set(.clientGeneration, String(response.clientGeneration), on: connection)
             try MetaStore.set(.scopeSetVersion, String(response.scopeSetVersion), on: connection)
             try MetaStore.set(.clientServerID, clientID, on: connection)
         }
         if let manifest {
-            // Schema activation and assignment commit in one schema-migration transaction.
-            try SyncExchange.mapping { try context.store.applySchema(manifest, inSameTransaction: install) }
+            // Schema DDL, activation and assignment commit in one schema-migration transaction.
+            try SyncExchange.mapping {
+                try context.store.applySchema(manifest, migratingActiveSchema: !fresh, inSameTransaction: install)
+            }
         } else {
             try context.store.applySync(install)
         }

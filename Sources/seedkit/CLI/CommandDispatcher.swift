@@ -13,6 +13,9 @@ enum CommandDispatcher {
                                               run the reference protocol 3 server
           sync --server URL --db FILE --token SECRET [options]
                                               one headless sync cycle of a client store
+          sql --db FILE [--json] SQL [ARG ...]
+                                              one application SQL statement on a client store
+          inspect --db FILE [--json]          a client store's sync state, without secrets
           help                                this text
 
         JSON input comes from FILE or standard input; see docs/cli.md.
@@ -31,6 +34,8 @@ enum CommandDispatcher {
             case "digest": return try DigestCommand.run(rest)
             case "serve": return try ServeCommand.run(rest)
             case "sync": return try SyncCommand.run(rest)
+            case "sql": return try SqlCommand.run(rest)
+            case "inspect": return try InspectCommand.run(rest)
             case "help", "--help", "-h":
                 Terminal.out(usage)
                 return .success
