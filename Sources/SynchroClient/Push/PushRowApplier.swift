@@ -142,21 +142,9 @@ struct PushRowApplier {
 
     /// The SQLite value of a verified wire value of `type` (the storage classes of `spec/client-store.md` §5.2).
     static func sqliteValue(_ value: JSONValue, type: PortableType) throws -> SQLiteValue {
-        if value.isNull { return .null }
-        switch type {
-        case .int:
-            if let integer = value.numberValue?.exactInt64 { return .integer(integer) }
-        case .int64:
-            if let text = value.stringValue, let integer = Int64(text) { return .integer(integer) }
-        case .boolean:
-            if let bool = value.boolValue { return .integer(bool ? 1 : 0) }
-        case .float:
-            if let double = value.numberValue?.doubleValue { return .real(double) }
-        case .bytes:
-            if let text = value.stringValue, let bytes = Base64URL.decode(text) { return .blob(bytes) }
-        case .string, .decimal, .datetime, .date, .time, .json:
-            if let text = value.stringValue { return .text(text) }
+        guard let stored = LocalStorageForm.sqliteValue(value, type: type) else {
+            throw PushError.responseContract(rule: "value_without_local_storage_form")
         }
-        throw PushError.responseContract(rule: "value_without_local_storage_form")
+        return stored
     }
 }

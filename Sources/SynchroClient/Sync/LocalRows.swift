@@ -198,22 +198,10 @@ struct LocalRows {
 
     /// The SQLite value of a wire value of `type` (`spec/client-store.md` §5.2 storage classes).
     static func sqliteValue(_ value: JSONValue, type: PortableType) throws -> SQLiteValue {
-        if value.isNull { return .null }
-        switch type {
-        case .int:
-            if let integer = value.numberValue?.exactInt64 { return .integer(integer) }
-        case .int64:
-            if let text = value.stringValue, let integer = Int64(text) { return .integer(integer) }
-        case .boolean:
-            if let bool = value.boolValue { return .integer(bool ? 1 : 0) }
-        case .float:
-            if let literal = value.numberValue?.literal, let double = Double(literal) { return .real(double) }
-        case .bytes:
-            if let text = value.stringValue, let bytes = Base64URL.decode(text) { return .blob(bytes) }
-        case .string, .decimal, .datetime, .date, .time, .json:
-            if let text = value.stringValue { return .text(text) }
+        guard let stored = LocalStorageForm.sqliteValue(value, type: type) else {
+            throw SyncError.invalidState(reason: "a verified value has no local storage form")
         }
-        throw SyncError.invalidState(reason: "a verified value has no local storage form")
+        return stored
     }
 
     /// The wire value of a stored SQLite value of `type`, nil when the stored shape does not fit the type.
