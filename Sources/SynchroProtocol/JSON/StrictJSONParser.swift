@@ -222,7 +222,7 @@ struct JSONByteReader: ~Copyable {
 
     @inline(__always)
     private func sameBytes(_ a: KeyBytes, _ b: KeyBytes) -> Bool {
-        a.length == b.length && ByteComparison.equal(pointer(to: a), pointer(to: b), count: a.length)
+        a.length == b.length && ByteRun.equal(pointer(to: a), pointer(to: b), count: a.length)
     }
 
     /// Up to this many members a linear scan per name is cheaper than hashing.
@@ -584,7 +584,7 @@ fileprivate struct KeyCache {
         if entries.isEmpty { entries = Array(repeating: nil, count: Self.slotCount) }
         let slot = ByteComparison.hash(bytes.baseAddress!, count: bytes.count) & (Self.slotCount - 1)
         if let entry = entries[slot], entry.bytes.count == bytes.count,
-           ByteComparison.equal(entry.bytes.baseAddress!, bytes.baseAddress!, count: bytes.count) {
+           ByteRun.equal(entry.bytes.baseAddress!, bytes.baseAddress!, count: bytes.count) {
             return entry.string
         }
         let string = try make(bytes)
@@ -595,23 +595,6 @@ fileprivate struct KeyCache {
 
 /// Word-at-a-time helpers over raw octets.
 fileprivate enum ByteComparison {
-    /// Whether `count` octets at `a` and `b` are identical.
-    @inline(__always)
-    static func equal(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, count: Int) -> Bool {
-        var i = 0
-        let rawA = UnsafeRawPointer(a), rawB = UnsafeRawPointer(b)
-        while i &+ 8 <= count {
-            if rawA.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                != rawB.loadUnaligned(fromByteOffset: i, as: UInt64.self) { return false }
-            i &+= 8
-        }
-        while i < count {
-            if a[i] != b[i] { return false }
-            i &+= 1
-        }
-        return true
-    }
-
     /// A fast non-cryptographic hash (FNV-1a over words, then mixed) for in-document tables.
     @inline(__always)
     static func hash(_ bytes: UnsafePointer<UInt8>, count: Int) -> Int {
@@ -659,7 +642,7 @@ extension String {
         guard a.utf8.count == b.utf8.count else { return false }
         return a.withUTF8 { x in
             b.withUTF8 { y in
-                x.count == 0 || ByteComparison.equal(x.baseAddress!, y.baseAddress!, count: x.count)
+                x.count == 0 || ByteRun.equal(x.baseAddress!, y.baseAddress!, count: x.count)
             }
         }
     }
