@@ -12,26 +12,35 @@ final class StoreFixture {
     let uuids: SequentialUUIDs
     private(set) var store: ClientStore
 
-    init(clientID: String = "ios-device-9", applyDemo: Bool = true) throws {
+    let clock: ClientClock
+
+    init(
+        clientID: String = "ios-device-9", applyDemo: Bool = true,
+        clock: ClientClock = ClientClock(unixMilliseconds: { 1_700_000_000_123 })
+    ) throws {
         directory = try TemporaryDirectory(prefix: "synchro-client")
         path = directory.path("app.db")
         uuids = SequentialUUIDs()
-        store = try ClientStore(configuration: Self.configuration(path: path, clientID: clientID, uuids: uuids))
+        self.clock = clock
+        store = try ClientStore(
+            configuration: Self.configuration(path: path, clientID: clientID, uuids: uuids, clock: clock))
         if applyDemo {
             try store.applySchema(try demoManifest())
         }
     }
 
-    static func configuration(path: String, clientID: String, uuids: SequentialUUIDs) -> ClientStoreConfiguration {
-        ClientStoreConfiguration(
-            path: path, clientID: clientID, uuids: UUIDSource { uuids.next() },
-            clock: ClientClock(unixMilliseconds: { 1_700_000_000_123 }))
+    static func configuration(
+        path: String, clientID: String, uuids: SequentialUUIDs,
+        clock: ClientClock = ClientClock(unixMilliseconds: { 1_700_000_000_123 })
+    ) -> ClientStoreConfiguration {
+        ClientStoreConfiguration(path: path, clientID: clientID, uuids: UUIDSource { uuids.next() }, clock: clock)
     }
 
-    /// Closes the store and opens the same file again.
+    /// Closes the store and opens the same file again, as a restarted process would.
     func reopen() throws {
         store.close()
-        store = try ClientStore(configuration: Self.configuration(path: path, clientID: "ios-device-9", uuids: uuids))
+        store = try ClientStore(
+            configuration: Self.configuration(path: path, clientID: "ios-device-9", uuids: uuids, clock: clock))
     }
 
     /// A plain connection on the same file, for inspecting what the store wrote.
@@ -49,6 +58,25 @@ final class StoreFixture {
 
     deinit {
         store.close()
+    }
+}
+
+/// A wall clock that moves only when a test advances it (for example from a cycle's injected delay).
+final class ManualClientClock: Sendable {
+    private let now: Mutex<Int64>
+
+    init(_ start: Int64 = 1_700_000_000_000) {
+        now = Mutex(start)
+    }
+
+    var milliseconds: Int64 { now.withLock { $0 } }
+
+    var clock: ClientClock { ClientClock { self.now.withLock { $0 } } }
+
+    func advance(by duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        now.withLock { $0 += milliseconds }
     }
 }
 

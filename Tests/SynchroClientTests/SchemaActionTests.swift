@@ -208,7 +208,7 @@ private struct LocalSurvivors {
 
 /// Publishes successors of the served manifest with the operator credential (`docs/server.md`,
 /// "Schema publication").
-private struct SchemaPublisher {
+struct SchemaPublisher {
     let server: RunningServer
 
     init(_ server: RunningServer) {
@@ -261,7 +261,7 @@ private struct SchemaPublisher {
 }
 
 /// Table and field edits of a manifest object.
-private struct ManifestEdit {
+struct ManifestEdit {
     var json: JSONValue
 
     mutating func addField(_ tableID: String, _ fieldID: String, type: String, nullable: Bool = true) {

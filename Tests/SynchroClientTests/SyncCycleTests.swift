@@ -207,12 +207,25 @@ struct SyncCycleTests {
         }
     }
 
-    @Test("Retry-After is the minimum delay; backoff grows and is bounded", arguments: [
-        ("5", 1, 5.0), ("2.5", 1, 2.5), ("0", 3, 4.0), ("05", 1, 1.0), ("5.", 1, 1.0), ("1", 9, 60.0),
+    @Test("Retry-After is the minimum delay; backoff doubles from 1 s to 16 s plus up to half as much jitter",
+          arguments: [
+        ("5", 1, 0.0, 5.0), ("2.5", 1, 0.0, 2.5), ("0", 3, 0.0, 4.0), ("05", 1, 0.0, 1.0), ("5.", 1, 0.0, 1.0),
+        ("1", 9, 0.0, 16.0), ("0", 1, 1.0, 1.5), ("0", 4, 0.5, 10.0), ("0", 5, 1.0, 24.0), ("0", 40, 1.0, 24.0),
+        ("5", 3, 0.25, 5.0), ("20", 5, 1.0, 24.0), ("30", 5, 1.0, 30.0),
     ])
-    func retryPolicy(header: String, attempt: Int, seconds: Double) {
+    func retryPolicy(header: String, attempt: Int, random: Double, seconds: Double) {
         let policy = SyncRetryPolicy()
-        let delay = policy.delay(afterAttempt: attempt, retryAfter: SyncRetryPolicy.parseRetryAfter(header))
+        let delay = policy.delay(
+            afterAttempt: attempt, retryAfter: SyncRetryPolicy.parseRetryAfter(header), random: random)
         #expect(delay == .milliseconds(Int64(seconds * 1000)))
+    }
+
+    @Test("the retry deadline is now plus the delay rounded up to whole milliseconds, saturating")
+    func retryDeadline() {
+        #expect(SyncRetryPolicy.deadline(now: 1_000, delay: .milliseconds(1_250)) == 2_250)
+        #expect(SyncRetryPolicy.deadline(now: 1_000, delay: .microseconds(1_001)) == 1_002)
+        #expect(SyncRetryPolicy.deadline(now: 1_000, delay: .zero) == 1_000)
+        #expect(SyncRetryPolicy.deadline(now: Int64.max - 10, delay: .seconds(1)) == Int64.max)
+        #expect(SyncRetryPolicy.deadline(now: 0, delay: .seconds(Int64.max)) == Int64.max)
     }
 }

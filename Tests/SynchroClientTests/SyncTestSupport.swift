@@ -44,10 +44,13 @@ final class SyncFixture {
     let storeFixture: StoreFixture
     let pageLimit: Int64
 
-    init(rows: Int = 300, pageLimit: Int64 = 40) throws {
+    init(
+        rows: Int = 300, pageLimit: Int64 = 40,
+        clock: ClientClock = ClientClock(unixMilliseconds: { 1_700_000_000_123 })
+    ) throws {
         server = try RunningServer(rows: rows)
         transport = ServerTransport(server: server)
-        storeFixture = try StoreFixture(applyDemo: false)
+        storeFixture = try StoreFixture(applyDemo: false, clock: clock)
         self.pageLimit = pageLimit
     }
 

@@ -9,6 +9,7 @@ final class MeteredTransport: SyncTransport, Sendable {
         var requests: [String: Int] = [:]
         var retryAfter: Duration?
         var pageRows = 0
+        var lastBody: [UInt8] = []
     }
 
     private let base: any SyncTransport
@@ -23,6 +24,7 @@ final class MeteredTransport: SyncTransport, Sendable {
             $0.requests[path, default: 0] += 1
             $0.retryAfter = nil
             $0.pageRows = 0
+            $0.lastBody = body
         }
         let reply = try base.post(path: path, body: body)
         let retryAfter = reply.header("Retry-After").flatMap(SyncRetryPolicy.parseRetryAfter)
@@ -36,6 +38,9 @@ final class MeteredTransport: SyncTransport, Sendable {
 
     /// Requests sent to `path` so far.
     func requests(_ path: String) -> Int { state.withLock { $0.requests[path] ?? 0 } }
+
+    /// The exact body of the last request sent (whether or not a reply arrived).
+    var lastRequestBody: [UInt8] { state.withLock { $0.lastBody } }
 
     /// `Retry-After` of the last reply, when it had a valid one.
     var lastRetryAfter: Duration? { state.withLock { $0.retryAfter } }

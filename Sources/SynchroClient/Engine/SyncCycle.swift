@@ -7,7 +7,10 @@ import SynchroProtocol
 /// rebuild-required (bounded passes).
 ///
 /// Retryable failures (429, 503 including `capture_pending`, a lost response) repeat the exact same request
-/// after the injected `delay`, at least the server's `Retry-After`. 409 `client_generation_expired` and
+/// after the injected `delay`, at least the server's `Retry-After`. Each failure is first recorded durably
+/// (``SyncBackoff``: attempt count and next eligible time), a success of that work clears the record, and a
+/// cycle starts by waiting for a stored deadline, so a restarted engine never retries early. 409
+/// `client_generation_expired` and
 /// 422 `schema_mismatch` reconnect and resume; 409 `rebuild_restart_required` starts a new rebuild attempt.
 /// Everything else stops the cycle with a typed ``SyncCycleError``; committed pages and batches stay committed.
 public struct SyncCycle: Sendable {
@@ -45,24 +48,35 @@ public struct SyncCycle: Sendable {
     public let delay: @Sendable (Duration) -> Void
     /// Receives progress events, synchronously, on the calling thread.
     public let events: @Sendable (SyncEvent) -> Void
+    /// Source of the retry jitter.
+    public let random: RandomSource
+    /// The client state machine the cycle drives (`spec/wire-protocol.md` §10), readable while it runs. It
+    /// persists across runs of this cycle value: a run after `error` or `stopped` starts with the explicit
+    /// `→ local_ready`, a run after `backoff` resumes by reconnecting.
+    public let status: SyncStatus
 
-    /// Creates a cycle.
+    /// Creates a cycle. Deadlines are read from the store's clock (``ClientStoreConfiguration/clock``).
     public init(
         context: SyncContext, configuration: Configuration = Configuration(),
-        delay: @escaping @Sendable (Duration) -> Void, events: @escaping @Sendable (SyncEvent) -> Void = { _ in }
+        delay: @escaping @Sendable (Duration) -> Void, events: @escaping @Sendable (SyncEvent) -> Void = { _ in },
+        random: RandomSource = .system
     ) {
         self.context = context
         self.configuration = configuration
         self.delay = delay
         self.events = events
+        self.random = random
+        status = SyncStatus()
     }
 
-    /// Runs the cycle once and returns what it did.
+    /// Runs the cycle once and returns what it did. A failure leaves ``status`` in `error`, or in `backoff` when
+    /// the retries of this cycle ran out (the durable record says when to resume).
     public func run() throws(SyncCycleError) -> SyncSummary {
         let run = CycleRun(cycle: self)
         do {
             try run.run()
         } catch {
+            run.fail(error)
             run.finishCounts()
             throw error
         }
@@ -91,6 +105,11 @@ private final class CycleRun {
     var configuration: SyncCycle.Configuration { cycle.configuration }
 
     func run() throws(SyncCycleError) {
+        summary.states = [cycle.status.state]
+        if [.uninitialized, .error, .stopped].contains(cycle.status.state) {
+            try enter(.localReady)
+        }
+        try honourStoredBackoff()
         try connect()
         var reconnects = 0
         while true {
@@ -106,6 +125,12 @@ private final class CycleRun {
                 try connect()
             }
         }
+    }
+
+    /// After a failure: `error`, unless the cycle stopped while waiting in `backoff` (retries used up).
+    func fail(_ error: SyncCycleError) {
+        if case .retriesExhausted = error, cycle.status.state == .backoff { return }
+        if cycle.status.state != .error { try? enter(.error) }
     }
 
     func finishCounts() {
@@ -132,15 +157,28 @@ private final class CycleRun {
 
     // MARK: Phases
 
+    /// Re-checks the seed receipts once, then connects, repeating only the exchange after a retryable failure.
     private func connect() throws(SyncCycleError) {
+        try enter(.connecting)
         events(.phaseStarted(.connect))
-        try retrying(.connect) { () throws(SyncError) in try ConnectExchange(context: context).run() }
+        let exchange = ConnectExchange(context: context)
+        let rejected = try mapping(.connect) { () throws(SyncError) in try exchange.checkSeedReceipts() }
+        summary.seedReceipts += rejected
+        let outcome = try retrying(.connect) { () throws(SyncError) in try exchange.send() }
+        summary.seedReceipts += outcome.seedReceipts
+        summary.seedReceipts.sort { $0.scopeID.utf8Precedes($1.scopeID) }
+        // The manifest was applied in the transaction that installed the response (§10.3: `replace` and
+        // `rebuild_local` pass through `schema_applying`).
+        if outcome.schemaAction != "none" { try enter(.schemaApplying) }
+        try enter(.ready)
         events(.phaseFinished(.connect))
     }
 
     /// Pushes sealed batches one at a time until nothing is sendable, renewing a `renewal_required` batch first.
     private func push() throws(SyncCycleError) {
+        guard try hasPushWork() else { return }
         let exchange = PushExchange(store: context.store, transport: transport)
+        try enter(.pushing)
         events(.phaseStarted(.push))
         var attempt = 0
         while true {
@@ -158,9 +196,11 @@ private final class CycleRun {
             }
             switch outcome {
             case nil:
+                try enter(.ready)
                 events(.phaseFinished(.push))
                 return
             case .reconciled(let result)?:
+                try enter(.pushing)
                 attempt = 0
                 let count = result.applied + result.conflicts + result.rejectedTerminal
                 summary.mutationsPushed += count
@@ -202,6 +242,7 @@ private final class CycleRun {
     /// Rebuilds `scopes` one at a time, each until its final page verifies.
     private func rebuild(_ scopes: [String]) throws(SyncCycleError) {
         guard !scopes.isEmpty else { return }
+        try enter(.rebuilding)
         events(.phaseStarted(.rebuild))
         let applier = RebuildApplier(context: context)
         for scope in scopes {
@@ -223,17 +264,22 @@ private final class CycleRun {
                 let rows = transport.lastPageRows
                 summary.rowsApplied += rows
                 events(.pageApplied(phase: .rebuild, scope: scope, rows: rows))
+                try enter(.rebuilding)
                 if isFinal { break }
             }
             summary.scopesRebuilt.append(scope)
             verified.insert(scope)
             events(.scopeVerified(scope: scope))
         }
+        try enter(.ready)
         events(.phaseFinished(.rebuild))
     }
 
     /// Pulls pages until a terminal page; returns the scopes it left rebuild-required.
+    /// Pulls pages until a terminal page; returns the scopes it left rebuild-required. Ends in `ready` when none
+    /// is, and stays in `pulling` otherwise (the rebuild follows directly, §10.3).
     private func pull() throws(SyncCycleError) -> [String] {
+        try enter(.pulling)
         events(.phaseStarted(.pull))
         let applier = PullApplier(context: context)
         while true {
@@ -242,7 +288,11 @@ private final class CycleRun {
             summary.rowsApplied += rows
             events(.pageApplied(phase: .pull, scope: nil, rows: rows))
             for scope in outcome.verifiedScopes { verified.insert(scope) }
-            guard !outcome.hasMore else { continue }
+            guard !outcome.hasMore else {
+                try enter(.pulling)
+                continue
+            }
+            if outcome.rebuildRequired.isEmpty { try enter(.ready) }
             events(.phaseFinished(.pull))
             return outcome.rebuildRequired
         }
@@ -306,15 +356,110 @@ private final class CycleRun {
         }
     }
 
-    /// Waits before the next attempt, or fails once the policy's attempts are used up.
+    /// Records the failure durably, then waits before the next attempt, or fails once the policy's attempts of
+    /// this cycle are used up (the record keeps the next eligible time for the next cycle).
     private func scheduleRetry(_ phase: SyncPhase, attempt: Int, status: Int?) throws(SyncCycleError) {
+        let random = cycle.random.next()
+        let retryAfter = transport.lastRetryAfter
+        var wait = configuration.retry.delay(afterAttempt: attempt, retryAfter: retryAfter, random: random)
+        var durableAttempt = attempt
+        if let (state, identity) = try workIdentity(phase) {
+            let recorded = try mapping(phase) { () throws(SyncError) in
+                try BackoffStore.recordFailure(
+                    state: state, workIdentity: identity, status: status, retryAfter: retryAfter,
+                    policy: configuration.retry, random: random,
+                    now: context.store.configuration.clock.nowMilliseconds(), in: context.store)
+            }
+            (wait, durableAttempt) = (recorded.delay, recorded.record.attemptCount)
+        }
+        let interrupted = cycle.status.state
+        try enter(.backoff)
         guard attempt < configuration.retry.maxAttempts else {
             throw .retriesExhausted(phase: phase, attempts: attempt, status: status)
         }
-        let wait = configuration.retry.delay(afterAttempt: attempt, retryAfter: transport.lastRetryAfter)
         summary.retries += 1
-        events(.retryScheduled(phase: phase, attempt: attempt, status: status, delay: wait))
-        cycle.delay(wait)
+        events(.retryScheduled(phase: phase, attempt: durableAttempt, status: status, delay: wait))
+        sleep(wait)
+        try enter(interrupted)
+    }
+
+    /// Moves the state machine, failing the cycle on a transition §10.2 forbids (an engine defect).
+    private func enter(_ state: SyncState) throws(SyncCycleError) {
+        do {
+            try cycle.status.transition(to: state)
+        } catch {
+            throw .illegalTransition(error)
+        }
+        if summary.states.last != state { summary.states.append(state) }
+    }
+
+    /// Whether a sealed batch waits or unsealed intent exists (`spec/wire-protocol.md` §10.3 scheduler step 1).
+    private func hasPushWork() throws(SyncCycleError) -> Bool {
+        try mapping(.push) { () throws(SyncError) in
+            try context.store.readSyncState { connection in
+                try connection.scalar("""
+                    SELECT EXISTS (SELECT 1 FROM _synchro_push_batches WHERE state IN ('pending', 'renewal_required'))
+                        OR EXISTS (SELECT 1 FROM _synchro_pending_changes WHERE lifecycle_state = 'unsealed')
+                    """)?.integerValue == 1
+            }
+        }
+    }
+
+    /// Before any request: a stored retry deadline in the future is waited for (`spec/client-store.md` §11).
+    private func honourStoredBackoff() throws(SyncCycleError) {
+        let stored = try mapping(.connect) { () throws(SyncError) in
+            try SyncExchange.mapping { try context.store.backoff() }
+        }
+        let now = context.store.configuration.clock.nowMilliseconds()
+        guard let stored, stored.nextRetryAtMilliseconds > now else { return }
+        let wait = Duration.milliseconds(stored.nextRetryAtMilliseconds - now)
+        summary.retries += 1
+        events(.retryScheduled(
+            phase: Self.phase(of: stored.resumeState), attempt: stored.attemptCount,
+            status: stored.classification.status, delay: wait))
+        sleep(wait)
+    }
+
+    /// The resume state and exact work identity of the request that just failed in `phase`: the request body,
+    /// or for push the pending batch ID. Nil when there is nothing to identify (renewal sends nothing).
+    private func workIdentity(_ phase: SyncPhase) throws(SyncCycleError) -> (SyncBackoff.ResumeState, String)? {
+        let state: SyncBackoff.ResumeState
+        switch phase {
+        case .connect: state = .connecting
+        case .pull: state = .pulling
+        case .rebuild: state = .rebuilding
+        case .renew: return nil
+        case .push:
+            let batch = try mapping(.push) { () throws(SyncError) in
+                try context.store.readSyncState { connection in
+                    try connection.scalar(
+                        "SELECT batch_id FROM _synchro_push_batches WHERE state = 'pending'")?.textValue
+                }
+            }
+            return batch.map { (.pushing, $0) }
+        }
+        let body = transport.lastRequestBody
+        return body.isEmpty ? nil : (state, String(decoding: body, as: UTF8.self))
+    }
+
+    /// Hands `duration` to the injected delay in pieces of at most one day (upstream chunks long sleeps).
+    private func sleep(_ duration: Duration) {
+        let day = Duration.seconds(86_400)
+        var remaining = duration
+        while remaining > day {
+            cycle.delay(day)
+            remaining -= day
+        }
+        if remaining > .zero { cycle.delay(remaining) }
+    }
+
+    private static func phase(of state: SyncBackoff.ResumeState) -> SyncPhase {
+        switch state {
+        case .connecting: .connect
+        case .pushing: .push
+        case .pulling: .pull
+        case .rebuilding: .rebuild
+        }
     }
 
     private static func needsNewAttempt(_ error: SyncCycleError) -> Bool {

@@ -10,6 +10,8 @@ public enum SyncCycleError: Error, Sendable, Equatable, CustomStringConvertible 
     case reconnectLimit(phase: SyncPhase, code: String)
     /// Scopes were still rebuild-required after the last bounded rebuild pass, or a scope kept restarting.
     case rebuildLimit(scope: String)
+    /// The cycle attempted a transition the client state machine forbids (a non-retryable local contract error).
+    case illegalTransition(IllegalTransition)
 
     /// True when the server refused the credential (401 `auth_required`) on any exchange.
     public var isAuthFailure: Bool {
@@ -34,6 +36,8 @@ public enum SyncCycleError: Error, Sendable, Equatable, CustomStringConvertible 
             return "\(phase.rawValue): the server kept requiring a reconnect (\(code))"
         case .rebuildLimit(let scope):
             return "rebuild: scope \(scope) did not reach a verified state"
+        case .illegalTransition(let transition):
+            return transition.description
         }
     }
 }

@@ -24,6 +24,12 @@ public struct SyncSummary: Sendable, Equatable {
     public var retries = 0
     /// Sealed batches renewed after a generation or schema change.
     public var batchesRenewed = 0
+    /// What became of each seed continuation receipt (local re-check, then the connect's disposition), in byte
+    /// order of the scope ID; empty for a store without receipts.
+    public var seedReceipts: [SeedReceiptOutcome] = []
+    /// The client states the cycle went through (`spec/wire-protocol.md` §10), starting with the state it found;
+    /// a self-transition (next batch, next page) is not repeated.
+    public var states: [SyncState] = []
 
     /// Creates an empty summary.
     public init() {}

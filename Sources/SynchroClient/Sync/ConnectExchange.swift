@@ -10,6 +10,11 @@ import SynchroProtocol
 /// assignment commit in one schema-migration transaction; local-only tables and queued intent are kept.
 /// `unsupported` records a non-retryable blocking error (recovery `schema_reset`) and changes nothing else;
 /// while that error is stored, connect sends nothing and fails with ``SyncError/invalidState(reason:)``.
+///
+/// Seed continuation (`spec/seed-format.md` §8, `spec/integrity.md` §7.5): stored receipts are re-checked against
+/// local state first, the remaining ones are sent in `seed_receipts`, and the response must give every one of
+/// them a disposition (`scopes.add` or `scopes.remove`); installing it deletes every receipt in the same
+/// transaction. The store stays unbound (`client_server_id`) until a connect has been installed.
 public struct ConnectExchange: Sendable {
     /// Where and as whom to connect.
     public let context: SyncContext
@@ -20,7 +25,11 @@ public struct ConnectExchange: Sendable {
     }
 
     /// The connect request local state produces: the fresh sentinel (no generation) or the installed schema
-    /// with the stored generation, plus `scope_set_version` and every known scope with its cursor.
+    /// with the stored generation, plus `scope_set_version`, every known scope with its cursor, and the stored
+    /// seed receipts exactly as stored (absent when none). A scope with a receipt is listed only in
+    /// `seed_receipts`, not in `known_scopes` (`spec/wire-protocol.md` §13 point 9).
+    ///
+    /// This only reads: ``run()`` re-checks the receipts (``checkSeedReceipts()``) before it builds the request.
     public func request() throws(SyncError) -> ConnectRequest {
         let clientID = context.clientID
         let (platform, appVersion) = (context.platform, context.appVersion)
@@ -29,22 +38,45 @@ public struct ConnectExchange: Sendable {
             let version = try MetaStore.integer(.schemaVersion, on: connection)
             let hash = try MetaStore.value(.schemaHash, on: connection) ?? ""
             let schema = version > 0 && !hash.isEmpty ? try SchemaReference(version: version, hash: hash) : nil
-            let scopes = try ScopeStore.all(on: connection)
+            let receipts = try SeedReceiptStore.all(on: connection)
+            let scopes = try ScopeStore.all(on: connection).filter { scope in
+                !receipts.contains { $0.scopeID.exactlyEquals(scope.scopeID) }
+            }
             return ConnectRequest(
                 clientID: clientID, clientGeneration: generation > 0 ? generation : nil, platform: platform,
                 appVersion: appVersion, schema: schema,
                 scopeSetVersion: try MetaStore.integer(.scopeSetVersion, on: connection),
-                knownScopes: ScopeCursorMap(scopes.map { .init(scopeID: $0.scopeID, cursor: $0.cursor) }))
+                knownScopes: ScopeCursorMap(scopes.map { .init(scopeID: $0.scopeID, cursor: $0.cursor) }),
+                seedReceipts: receipts.isEmpty ? nil : receipts.map { ($0.scopeID, $0.receipt) })
         }
     }
 
-    /// Sends the request and installs the response.
-    public func run() throws(SyncError) {
+    /// Re-checks every stored seed receipt against local state (`spec/seed-format.md` §8), in one server-apply
+    /// transaction: a failing receipt is deleted and its scope generation bumped, so the scope is rebuilt later.
+    /// Returns the rejected receipts' scopes with the rule each broke, in scope order.
+    @discardableResult
+    public func checkSeedReceipts() throws(SyncError) -> [SeedReceiptOutcome] {
+        try SeedReceiptStore.recheck(in: context.store).map {
+            SeedReceiptOutcome(scopeID: $0.scopeID, disposition: .rejectedLocally($0.failure))
+        }
+    }
+
+    /// Re-checks the seed receipts, sends the request and installs the response.
+    @discardableResult
+    public func run() throws(SyncError) -> ConnectOutcome {
         // After `unsupported` the client never continues with the old manifest (§10.3): only an explicit reset
         // by an upgraded client may clear this, so nothing is sent.
-        if let code = try SchemaUnsupportedRecord.stored(in: context.store) {
-            throw .invalidState(reason: "the installed schema is unsupported by the server (\(code))")
-        }
+        try requireSupportedSchema()
+        let rejected = try checkSeedReceipts()
+        var outcome = try send()
+        outcome.seedReceipts = (rejected + outcome.seedReceipts).sorted { $0.scopeID.utf8Precedes($1.scopeID) }
+        return outcome
+    }
+
+    /// Sends the request local state produces now (receipts as stored, not re-checked) and installs the
+    /// response. A cycle re-checks once per connect and repeats only this step after a retryable failure.
+    func send() throws(SyncError) -> ConnectOutcome {
+        try requireSupportedSchema()
         let request = try request()
         let body = try SyncExchange.mapping { try CanonicalJSON.encode(request.json) }
         let (json, _) = try SyncExchange.post(context.transport, path: "/sync/connect", body: body)
@@ -61,10 +93,43 @@ public struct ConnectExchange: Sendable {
             try SchemaUnsupportedRecord.record(reason: reason, in: context.store)
             throw .invalidState(reason: "the installed schema is unsupported by the server (\(reason))")
         }
-        try install(response, fresh: request.schema == nil)
+        let receiptScopes = request.seedReceipts?.map(\.scopeID) ?? []
+        let seedReceipts = try Self.seedDispositions(of: receiptScopes, in: response)
+        try install(response, fresh: request.schema == nil, receiptScopes: receiptScopes)
+        return ConnectOutcome(schemaAction: response.action, seedReceipts: seedReceipts)
     }
 
-    private func install(_ response: ConnectResponse, fresh: Bool) throws(SyncError) {
+    private func requireSupportedSchema() throws(SyncError) {
+        if let code = try SchemaUnsupportedRecord.stored(in: context.store) {
+            throw .invalidState(reason: "the installed schema is unsupported by the server (\(code))")
+        }
+    }
+
+    /// Every sent receipt's scope must be removed or added (§3.6), and only such an added scope may carry an
+    /// initial cursor (§3.5). Checked before anything is written.
+    private static func seedDispositions(
+        of receiptScopes: [String], in response: ConnectResponse
+    ) throws(SyncError) -> [SeedReceiptOutcome] {
+        var outcomes: [SeedReceiptOutcome] = []
+        for scope in receiptScopes {
+            if let added = response.added.first(where: { $0.scopeID.exactlyEquals(scope) }) {
+                let disposition: SeedReceiptOutcome.Disposition = added.cursor == nil ? .discarded : .continued
+                outcomes.append(SeedReceiptOutcome(scopeID: scope, disposition: disposition))
+            } else if response.removed.contains(where: { $0.exactlyEquals(scope) }) {
+                outcomes.append(SeedReceiptOutcome(scopeID: scope, disposition: .unassigned))
+            } else {
+                throw .contract(rule: "seed_receipt_scope_undisposed", member: "scopes")
+            }
+        }
+        for added in response.added where added.cursor != nil {
+            guard receiptScopes.contains(where: { $0.exactlyEquals(added.scopeID) }) else {
+                throw .contract(rule: "initial_cursor_without_seed_receipt", member: "scopes.add[].cursor")
+            }
+        }
+        return outcomes
+    }
+
+    private func install(_ response: ConnectResponse, fresh: Bool, receiptScopes: [String]) throws(SyncError) {
         var manifest: ClientManifest?
         switch response.action {
         case "none":
@@ -117,7 +182,13 @@ public struct ConnectExchange: Sendable {
             }
             for (scopeID, cursor) in response.added {
                 try ScopeStore.add(scopeID, cursor: cursor, on: connection)
+                // A seeded scope with a cursor continues from the seed boundary with its seeded rows and
+                // checksums; `null` discards the continuation state and the scope is rebuilt after push.
+                if cursor == nil, receiptScopes.contains(where: { $0.exactlyEquals(scopeID) }) {
+                    try ScopeStore.invalidate(scopeID, on: connection)
+                }
             }
+            try connection.run("DELETE FROM _synchro_seed_receipts")
             for (scopeID, cursor) in response.cursorUpdates {
                 if let cursor {
                     try connection.run(
@@ -135,6 +206,7 @@ public struct ConnectExchange: Sendable {
             try MetaStore.set(.clientGeneration, String(response.clientGeneration), on: connection)
             try MetaStore.set(.scopeSetVersion, String(response.scopeSetVersion), on: connection)
             try MetaStore.set(.clientServerID, clientID, on: connection)
+            try BackoffStore.retireAfterConnect(on: connection, context: context)
         }
         if let manifest {
             // Schema DDL, activation and assignment commit in one schema-migration transaction.

@@ -27,13 +27,22 @@ public struct PullApplier: Sendable {
     public func request() throws(SyncError) -> PullRequest {
         let (clientID, limit) = (context.clientID, context.pageLimit)
         return try context.store.readSyncState { connection in
-            let binding = try ScopeStore.binding(on: connection)
-            let scopes = try ScopeStore.all(on: connection)
-            return PullRequest(
-                clientID: clientID, clientGeneration: binding.generation, schema: binding.schema,
-                scopeSetVersion: try MetaStore.integer(.scopeSetVersion, on: connection),
-                scopes: ScopeCursorMap(scopes.map { .init(scopeID: $0.scopeID, cursor: $0.cursor) }), limit: limit)
+            try Self.request(on: connection, clientID: clientID, limit: limit)
         }
+    }
+
+    static func request(on connection: Connection, clientID: String, limit: Int64) throws -> PullRequest {
+        let binding = try ScopeStore.binding(on: connection)
+        let scopes = try ScopeStore.all(on: connection)
+        return PullRequest(
+            clientID: clientID, clientGeneration: binding.generation, schema: binding.schema,
+            scopeSetVersion: try MetaStore.integer(.scopeSetVersion, on: connection),
+            scopes: ScopeCursorMap(scopes.map { .init(scopeID: $0.scopeID, cursor: $0.cursor) }), limit: limit)
+    }
+
+    /// The exact body of the pull request local state makes now (the work identity of a `pulling` retry).
+    static func requestJSON(on connection: Connection, clientID: String, limit: Int64) throws -> String {
+        try CanonicalJSON.string(try request(on: connection, clientID: clientID, limit: limit).json)
     }
 
     /// Pulls one page. A non-200 reply (including `503 capture_pending`) throws with nothing changed.
@@ -122,6 +131,7 @@ public struct PullApplier: Sendable {
                 }
             }
             try MetaStore.set(.scopeSetVersion, String(page.scopeSetVersion), on: connection)
+            try BackoffStore.clear(.pulling, workIdentity: try CanonicalJSON.string(request.json), on: connection)
             let required = try ScopeStore.all(on: connection).filter { $0.cursor == nil }.map(\.scopeID)
             return PullPageOutcome(hasMore: page.hasMore, verifiedScopes: verified, rebuildRequired: required)
         }

@@ -80,6 +80,10 @@ public struct RebuildApplier: Sendable {
 
     /// The exact request the stored attempt makes next.
     public func request(for attempt: RebuildAttempt) throws(SyncError) -> RebuildRequest {
+        try Self.request(for: attempt, clientID: context.clientID)
+    }
+
+    static func request(for attempt: RebuildAttempt, clientID: String) throws(SyncError) -> RebuildRequest {
         let schema: SchemaReference
         do {
             schema = try SchemaReference(version: attempt.schemaVersion, hash: attempt.schemaHash)
@@ -87,8 +91,13 @@ public struct RebuildApplier: Sendable {
             throw .invalidState(reason: "the attempt's schema reference is malformed")
         }
         return RebuildRequest(
-            clientID: context.clientID, clientGeneration: attempt.clientGeneration, schema: schema,
+            clientID: clientID, clientGeneration: attempt.clientGeneration, schema: schema,
             scope: attempt.scopeID, rebuildID: attempt.rebuildID, cursor: attempt.cursor, limit: attempt.pageLimit)
+    }
+
+    /// The exact body of the next request of `attempt` (the work identity of a `rebuilding` retry).
+    static func requestJSON(for attempt: RebuildAttempt, clientID: String) throws -> String {
+        try CanonicalJSON.string(try request(for: attempt, clientID: clientID).json)
     }
 
     /// Sends the attempt's next request and applies the page; returns true once the final page verified.
@@ -138,6 +147,8 @@ public struct RebuildApplier: Sendable {
         let requestJSON = String(decoding: requestBytes, as: UTF8.self)
         let responseJSON = String(decoding: responseBytes, as: UTF8.self)
         let outcome = try context.store.applySync { connection -> PageOutcome in
+            // The page's request is answered (applied now or before): a retry of it is done.
+            try BackoffStore.clear(.rebuilding, workIdentity: requestJSON, on: connection)
             let identity: [SQLiteValue] = [
                 .text(scope), .text(attempt.rebuildID), .integer(attempt.cursor == nil ? 1 : 0),
                 .text(attempt.cursor ?? ""),
@@ -211,15 +222,27 @@ public struct RebuildApplier: Sendable {
     }
 
     static func attempt(scope: String, on connection: Connection) throws -> RebuildAttempt? {
+        try attempts(where: "WHERE scope_id = ?", [.text(scope)], on: connection).first
+    }
+
+    /// Every stored attempt, in scope order.
+    static func attempts(on connection: Connection) throws -> [RebuildAttempt] {
+        try attempts(where: "ORDER BY scope_id", [], on: connection)
+    }
+
+    private static func attempts(
+        where clause: String, _ arguments: [SQLiteValue], on connection: Connection
+    ) throws -> [RebuildAttempt] {
         try connection.query("""
-            SELECT rebuild_id, client_generation, schema_version, schema_hash, generation, cursor, page_limit
-            FROM _synchro_rebuild_attempts WHERE scope_id = ?
-            """, [.text(scope)]
+            SELECT scope_id, rebuild_id, client_generation, schema_version, schema_hash, generation, cursor,
+                page_limit
+            FROM _synchro_rebuild_attempts \(clause)
+            """, arguments
         ) {
             RebuildAttempt(
-                scopeID: scope, rebuildID: try $0.text(at: 0), clientGeneration: $0.int64(at: 1),
-                schemaVersion: $0.int64(at: 2), schemaHash: try $0.text(at: 3), generation: $0.int64(at: 4),
-                cursor: $0.isNull(at: 5) ? nil : try $0.text(at: 5), pageLimit: $0.int64(at: 6))
-        }.first
+                scopeID: try $0.text(at: 0), rebuildID: try $0.text(at: 1), clientGeneration: $0.int64(at: 2),
+                schemaVersion: $0.int64(at: 3), schemaHash: try $0.text(at: 4), generation: $0.int64(at: 5),
+                cursor: $0.isNull(at: 6) ? nil : try $0.text(at: 6), pageLimit: $0.int64(at: 7))
+        }
     }
 }
