@@ -22,11 +22,22 @@ let package = Package(
         .target(name: "SynchroHTTP", dependencies: ["CCurl", "SynchroProtocol"]),
         .target(name: "SynchroClient", dependencies: ["SynchroProtocol", "SQLiteKit"]),
         .target(name: "SynchroServer", dependencies: ["SynchroProtocol", "SQLiteKit", "CMicroHTTPD", "CCrypto"]),
+        .target(
+            name: "SeedArtifacts",
+            dependencies: ["SynchroProtocol", "SQLiteKit", "SynchroClient", "SynchroHTTP", "CZstd", "CCrypto"]),
+        .target(
+            name: "SeedPipeline",
+            dependencies: ["SeedArtifacts", "SynchroClient", "SynchroHTTP", "SynchroProtocol", "SQLiteKit", "SynchroServer"]),
         .executableTarget(
-            name: "seedkit", dependencies: ["SynchroProtocol", "SynchroServer", "SynchroClient", "SynchroHTTP"]),
+            name: "seedkit",
+            dependencies: [
+                "SynchroProtocol", "SynchroServer", "SynchroClient", "SynchroHTTP", "SeedArtifacts", "SeedPipeline",
+            ]),
         .executableTarget(
             name: "seedkit-bench",
-            dependencies: ["SynchroProtocol", "CCrypto", "SynchroServer", "SynchroHTTP", "SQLiteKit"],
+            dependencies: [
+                "SynchroProtocol", "CCrypto", "SynchroServer", "SynchroHTTP", "SQLiteKit", "SynchroClient", "SeedArtifacts",
+            ],
             path: "Benchmarks/seedkit-bench"),
 
         .target(
@@ -38,6 +49,12 @@ let package = Package(
         .testTarget(name: "SynchroHTTPTests", dependencies: ["SynchroHTTP", "SynchroServer", "_SeedkitTestSupport"]),
         .testTarget(
             name: "SynchroServerTests", dependencies: ["SynchroServer", "SynchroProtocol", "_SeedkitTestSupport"]),
+        .testTarget(
+            name: "SeedArtifactsTests",
+            dependencies: ["SeedArtifacts", "SynchroClient", "SQLiteKit", "SynchroProtocol", "_SeedkitTestSupport"]),
+        .testTarget(
+            name: "SeedPipelineTests",
+            dependencies: ["SeedPipeline", "SeedArtifacts", "SynchroClient", "SQLiteKit", "SynchroProtocol", "_SeedkitTestSupport"]),
         .testTarget(name: "SeedkitCLITests", dependencies: ["SynchroProtocol", "SynchroHTTP", "_SeedkitTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,19 +1,15 @@
 #!/usr/bin/env bash
 # `make demo`: what seedkit does today, on this machine, with nothing but the repository and ../shared:
-# the conformance vectors, the digest tools, and a headless client syncing the 100,000-row demo
-# dataset from the embedded reference server.
+# the conformance vectors, the digest tools, then the main job — `seedkit pipeline run pipelines/demo.json`
+# builds a portable seed of the 100,000-row demo catalog from the embedded reference server (export, verify,
+# pack, install as a device, rehearse the first sync against a from-scratch rebuild, publish atomically),
+# shows what a device gets, re-checks the published files and shows that an unchanged pipeline is reused.
 set -euo pipefail
 seedkit="$1"
 vectors="$2"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 examples="$root/docs/examples"
-work="$(mktemp -d)"
-server_pid=""
-cleanup() {
-    if [ -n "$server_pid" ]; then kill -TERM "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
+started=$SECONDS
 
 step() { printf '\n== %s\n' "$*"; }
 
@@ -36,23 +32,22 @@ step "scope checksum (docs/examples/scope.json)"
 step "push fingerprints and limits (docs/examples/push.json)"
 "$seedkit" digest push "$examples/push.json" --user user-7f3a
 
-step "reference server: seedkit serve --dataset seeds/demo (100,000-row portable catalog)"
-export SEEDKIT_TOKENS="alice=demo-secret-alice"
-"$seedkit" serve --dataset "$root/seeds/demo" --db "$work/server.db" --listen 127.0.0.1:0 \
-    > "$work/serve.out" 2> "$work/serve.err" &
-server_pid=$!
-for _ in $(seq 1 1200); do
-    if grep -q '^listening on ' "$work/serve.out" 2>/dev/null; then break; fi
-    if ! kill -0 "$server_pid" 2>/dev/null; then cat "$work/serve.err" >&2; exit 1; fi
-    sleep 0.1
-done
-url="$(sed -n 's/^listening on //p' "$work/serve.out" | head -n 1)"
-[ -n "$url" ] || { echo "the server did not start" >&2; exit 1; }
-echo "listening on $url"
+pipeline="$root/pipelines/demo.json"
+published="$root/out/demo"
 
-export SEEDKIT_TOKEN="demo-secret-alice"
-step "first sync: connect, rebuild every assigned scope, verify every digest"
-"$seedkit" sync --server "$url" --db "$work/app.db"
+# --force: the demo always does the work, even when out/demo already holds this publication from an earlier
+# `make demo`; that publication stays in place, untouched, until the new one is complete.
+step "build a seed: seedkit pipeline run pipelines/demo.json --force (embedded reference server, demo dataset)"
+"$seedkit" pipeline run "$pipeline" --force
 
-step "second sync: the steady cycle (connect + one pull, digests verified again)"
-"$seedkit" sync --server "$url" --db "$work/app.db"
+step "what a device gets ($published)"
+ls -l "$published"
+(cd "$published" && sha256sum -c SHA256SUMS)
+
+step "seedkit verify out/demo/seed.db.zst: every publication and device-installer check, offline"
+"$seedkit" verify "$published/seed.db.zst"
+
+step "the same pipeline again: unchanged inputs, so the publication is reused, not rebuilt"
+"$seedkit" pipeline run "$pipeline" --quiet
+
+step "done in $((SECONDS - started)) s"

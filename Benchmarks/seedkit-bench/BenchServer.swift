@@ -10,10 +10,14 @@ final class BenchServer {
     /// The bearer credential of the one benchmark user.
     static let user = "alice"
     private static let credential = "bench-secret-alice"
+    /// The operator credential (seed export routes).
+    static let operatorToken = "bench-operator"
 
     let engine: SyncEngine
     /// How long creating the database and loading the dataset took (not part of any figure).
     let loadDuration: Duration
+    /// `http://127.0.0.1:PORT`.
+    let baseURL: String
     private let server: HTTPServer
     private let transport: CurlTransport
     private let directory: URL
@@ -27,14 +31,15 @@ final class BenchServer {
         let configuration = ServerConfiguration(
             dataset: dataset, rowsOverride: catalogRows,
             databasePath: directory.appendingPathComponent("server.db").path,
-            credentials: [Self.credential: Self.user], materialization: .immediate)
+            credentials: [Self.credential: Self.user], operatorToken: Self.operatorToken, materialization: .immediate)
         let clock = ContinuousClock()
         let start = clock.now
         engine = try SyncEngine(configuration: configuration)
         loadDuration = start.duration(to: clock.now)
         server = HTTPServer(handler: engine)
         let port = try server.start(host: "127.0.0.1", port: 0)
-        var transportConfiguration = CurlTransport.Configuration(baseURL: "http://127.0.0.1:\(port)")
+        baseURL = "http://127.0.0.1:\(port)"
+        var transportConfiguration = CurlTransport.Configuration(baseURL: baseURL)
         transportConfiguration.totalTimeout = .seconds(600)
         transport = try CurlTransport(configuration: transportConfiguration)
     }

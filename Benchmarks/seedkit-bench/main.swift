@@ -12,6 +12,8 @@ enum BenchmarkRegistry {
         .serverPush,
         .serverRebuild,
         .serverPull,
+        .packZstd,
+        .seedArtifacts,
     ]
 }
 

@@ -24,11 +24,16 @@ public struct SeedkitProcess {
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
     }
 
-    /// Runs `seedkit arguments…` with `stdin` as standard input.
-    public static func run(_ arguments: [String], stdin: [UInt8] = []) throws -> Outcome {
+    /// Runs `seedkit arguments…` with `stdin` as standard input and `environment` added to this process's.
+    public static func run(
+        _ arguments: [String], stdin: [UInt8] = [], environment: [String: String] = [:]
+    ) throws -> Outcome {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         let input = Pipe(), output = Pipe(), errors = Pipe()
         process.standardInput = input
         process.standardOutput = output

@@ -9,9 +9,6 @@ import SynchroProtocol
 /// served from that copy alone, so writes, materialization or retention after the manifest call
 /// never change an export, and any page can be fetched again with identical content.
 enum SeedExportStaging {
-    /// The `domain` of `export_manifest_hash` (the trailing zero octet is appended by the writer).
-    static let manifestHashDomain = "synchro:v3:seed-export-manifest:v1"
-
     /// Stages a new export with `pageLimit` rows per page and returns it. Call inside one write
     /// transaction: the boundary, the digests and the staged rows are then one snapshot.
     static func stage<Random: RandomNumberGenerator>(
@@ -90,11 +87,11 @@ extension SeedExport {
         return .object(JSONObject(members))
     }
 
-    /// `hex(SHA-256(ASCII(domain) || 0x00 || RFC8785_UTF8(hashed manifest)))`.
+    /// `hex(SHA-256(ASCII(domain) || 0x00 || RFC8785_UTF8(hashed manifest)))` (shared with the exporter).
     static func manifestHash(of hashedManifest: JSONValue) throws -> String {
-        var writer = OctetWriter(domain: SeedExportStaging.manifestHashDomain, capacity: 1024)
-        writer.append(try CanonicalJSON.encode(hashedManifest))
-        return Hex.encode(SHA256.hash(writer.bytes))
+        let hash = SeedExportManifest.computeHash(hashedManifest)
+        guard !hash.isEmpty else { throw SyncIntegrityViolation() }
+        return hash
     }
 
     /// This export with its `export_manifest_hash` computed.

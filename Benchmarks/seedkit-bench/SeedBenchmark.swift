@@ -1,0 +1,139 @@
+import CSQLite
+import Foundation
+import SQLiteKit
+import SeedArtifacts
+
+extension Benchmark {
+    static let seedArtifacts = Benchmark(
+        name: "seed.artifacts",
+        summary: "export (over HTTP from the reference server, every page and row digest checked), verify and "
+            + "device-style install of the 100,000-row demo portable scope; baseline: a raw SQLite insert of "
+            + "the same rows into the same synced tables (goals: verify ≥ 300,000 rows/s, install within 2x)"
+    ) { options in
+        try SeedArtifactsBenchmark(options: options).figures()
+    }
+}
+
+/// Export, verify and install of one seed, each next to the physical floor of writing its rows.
+private struct SeedArtifactsBenchmark {
+    let options: BenchmarkOptions
+
+    func figures() throws -> [BenchmarkFigure] {
+        let server = try BenchServer(catalogRows: max(1, Int(100_000 * options.scale)))
+        let source = try HTTPExportSource(baseURL: server.baseURL, operatorToken: BenchServer.operatorToken)
+        let seed = server.scratchPath("seed.db")
+        var report: SeedExportReport?
+        var exportDurations: [Duration] = []
+        let clock = ContinuousClock()
+        for round in 0..<max(1, min(3, options.iterations)) {
+            if round > 0 { SeedFiles.remove(seed) }
+            let start = clock.now
+            report = try SeedExporter.export(from: source, to: seed, options: .init(pageLimit: 1000, verify: false))
+            exportDurations.append(start.duration(to: clock.now))
+        }
+        guard let report else { throw BenchmarkFailure("no export ran") }
+        let rows = Int(report.rows)
+        let baseline = try RawSeedInsert(seed: seed, scratch: server.scratchPath("raw.db"))
+            .rowsPerSecond(iterations: options.iterations)
+        let unit = "rows/s"
+        let exportRate = Double(rows) / Samples(durations: exportDurations).median.seconds
+        var verifyDurations: [Duration] = []
+        var installDurations: [Duration] = []
+        for _ in 0..<max(1, min(5, options.iterations)) {
+            var start = clock.now
+            let verification = try SeedVerifier.verify(path: seed)
+            verifyDurations.append(start.duration(to: clock.now))
+            guard verification.ok else { throw BenchmarkFailure("the exported seed does not verify") }
+            let app = server.scratchPath("app.db")
+            SeedFiles.remove(app)
+            start = clock.now
+            _ = try SeedInstaller.install(seed: seed, to: app)
+            installDurations.append(start.duration(to: clock.now))
+        }
+        let raw = BenchmarkFigure.Baseline(value: baseline, unit: "rows/s raw insert")
+        return [
+            BenchmarkFigure(name: "seed.export (\(rows) rows, without the final verification)", value: exportRate,
+                            unit: unit, baseline: raw),
+            BenchmarkFigure(name: "seed.verify (publication + installer checks)",
+                            value: Double(rows) / Samples(durations: verifyDurations).median.seconds, unit: unit,
+                            baseline: raw),
+            BenchmarkFigure(name: "seed.install (copy, migrate, validate, publish)",
+                            value: Double(rows) / Samples(durations: installDurations).median.seconds, unit: unit,
+                            baseline: raw),
+        ]
+    }
+}
+
+/// Removes a file and its sidecars.
+enum SeedFiles {
+    static func remove(_ path: String) {
+        for suffix in ["", "-journal", "-wal", "-shm"] { unlink(path + suffix) }
+    }
+}
+
+/// The same rows written straight through the sqlite3 C API into the seed's synced tables (same DDL), one
+/// prepared INSERT per table in one transaction: no digests, no versions, no provenance.
+struct RawSeedInsert {
+    let tables: [(ddl: String, insert: String, rows: [[SQLiteValue]])]
+    let scratch: String
+
+    init(seed: String, scratch: String) throws {
+        self.scratch = scratch
+        let db = try Connection(path: seed, mode: .readOnly)
+        defer { db.close() }
+        let synced = try db.query(
+            "SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE '\\_synchro%' ESCAPE '\\' "
+                + "AND name NOT IN ('grdb_migrations') AND name NOT LIKE 'sqlite%'"
+        ) { (try $0.text(at: 0), try $0.text(at: 1)) }
+        var tables: [(String, String, [[SQLiteValue]])] = []
+        for (name, ddl) in synced {
+            let columns = try db.columns(of: name).count
+            let rows = try db.rows("SELECT * FROM \(SQLiteIdentifier.quote(name))")
+            let placeholders = Array(repeating: "?", count: columns).joined(separator: ", ")
+            tables.append((ddl, "INSERT INTO \(SQLiteIdentifier.quote(name)) VALUES (\(placeholders))", rows))
+        }
+        self.tables = tables
+    }
+
+    func rowsPerSecond(iterations: Int) throws -> Double {
+        let count = tables.reduce(0) { $0 + $1.rows.count }
+        var durations: [Duration] = []
+        let clock = ContinuousClock()
+        for round in 0...max(1, iterations) {
+            SeedFiles.remove(scratch)
+            var handle: OpaquePointer?
+            guard sqlite3_open_v2(scratch, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK
+            else { throw BenchmarkFailure("cannot open the baseline database") }
+            defer { sqlite3_close_v2(handle) }
+            for table in tables { sqlite3_exec(handle, table.ddl, nil, nil, nil) }
+            let start = clock.now
+            sqlite3_exec(handle, "BEGIN IMMEDIATE", nil, nil, nil)
+            for table in tables {
+                var statement: OpaquePointer?
+                sqlite3_prepare_v2(handle, table.insert, -1, &statement, nil)
+                for row in table.rows {
+                    for (index, value) in row.enumerated() {
+                        let i = Int32(index + 1)
+                        switch value {
+                        case .null: sqlite3_bind_null(statement, i)
+                        case .integer(let v): sqlite3_bind_int64(statement, i, v)
+                        case .real(let v): sqlite3_bind_double(statement, i, v)
+                        case .text(let v): sqlite3_bind_text(statement, i, v, -1, SQLITE_TRANSIENT_BENCH)
+                        case .blob(let v):
+                            v.withUnsafeBytes { _ = sqlite3_bind_blob(statement, i, $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT_BENCH) }
+                        }
+                    }
+                    guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchmarkFailure("baseline insert failed") }
+                    sqlite3_reset(statement)
+                }
+                sqlite3_finalize(statement)
+            }
+            sqlite3_exec(handle, "COMMIT", nil, nil, nil)
+            if round > 0 { durations.append(start.duration(to: clock.now)) }
+        }
+        return Double(count) / Samples(durations: durations).median.seconds
+    }
+}
+
+/// `SQLITE_TRANSIENT`: SQLite copies the bound buffer.
+let SQLITE_TRANSIENT_BENCH = unsafeBitCast(-1, to: sqlite3_destructor_type.self)

@@ -1,0 +1,176 @@
+import Dispatch
+import Synchronization
+import SynchroProtocol
+
+/// Pages through one portable scope and checks every page while it streams (`spec/seed-format.md` §5 step 12,
+/// `spec/integrity.md` §7.4 items 3–7): page shape and scope, token bindings (export, schema, scope,
+/// generations, boundary, next ordinal, page limit), records, strictly increasing row identity across the
+/// scope, fresh page tokens, and at the end cardinality and the recomputed scope digest. Memory is one page.
+struct ScopeExport {
+    let export: SeedExportManifest
+    let scope: SeedExportManifest.Scope
+    let schemaHashOctets: [UInt8]
+
+    /// Streams the scope into `writer`; returns the number of rows written.
+    func run(
+        source: any SeedExportSource, checker: inout SeedRecordChecker, writer: SeedDatabaseWriter,
+        progress: (Int64) -> Void
+    ) throws(SeedExportError) -> Int64 {
+        try checkReceipt()
+        var digest: ScopeDigestAccumulator
+        do {
+            digest = try ScopeDigestAccumulator(
+                schemaHash: schemaHashOctets, scopeID: scope.id, cardinality: UInt64(scope.cardinality))
+        } catch {
+            throw .scopeDigest(scope: scope.id)
+        }
+        var ordinal: Int64 = 0
+        var seenTokens: Set<String> = [scope.pageToken]
+        var previous: RowIdentity?
+        try checkPageToken(scope.pageToken, ordinal: 0)
+        var pending = PageFetch(source: source, request: request(token: scope.pageToken, ordinal: 0))
+        while true {
+            let page = try parse(try pending.wait(), ordinal: ordinal)
+            if page.records.count > export.pageLimit || (page.hasMore && page.records.count != export.pageLimit) {
+                throw .page(scope: scope.id, ordinal: ordinal, rule: "page_size")
+            }
+            // The next page is fetched while this one is checked and written: the server's work and ours overlap.
+            let nextOrdinal = ordinal + Int64(page.records.count)
+            if page.hasMore {
+                guard let next = page.nextToken, !next.isEmpty else {
+                    throw .page(scope: scope.id, ordinal: nextOrdinal, rule: "missing_next_token")
+                }
+                guard seenTokens.insert(next).inserted else {
+                    throw .page(scope: scope.id, ordinal: nextOrdinal, rule: "repeated_page_token")
+                }
+                try checkPageToken(next, ordinal: nextOrdinal)
+                pending = PageFetch(source: source, request: request(token: next, ordinal: nextOrdinal))
+            } else if page.nextToken != nil {
+                throw .page(scope: scope.id, ordinal: nextOrdinal, rule: "token_on_last_page")
+            }
+            for record in page.records {
+                let verified: VerifiedSeedRecord
+                switch checker.verify(record) {
+                case .success(let value): verified = value
+                case .failure(let failure):
+                    throw .record(scope: scope.id, ordinal: ordinal, table: failure.table, rule: failure.rule)
+                }
+                if let previous, !(previous < verified.identity) {
+                    throw .record(scope: scope.id, ordinal: ordinal, table: nil, rule: "row_identity_not_increasing")
+                }
+                previous = verified.identity
+                do {
+                    try digest.add(identity: verified.identity, rowDigest: verified.digest)
+                } catch {
+                    throw .cardinality(scope: scope.id, expected: scope.cardinality, observed: ordinal + 1)
+                }
+                try writer.write(record: verified, scope: scope.id)
+                ordinal += 1
+            }
+            progress(Int64(page.records.count))
+            if !page.hasMore { break }
+        }
+        guard ordinal == scope.cardinality else {
+            throw .cardinality(scope: scope.id, expected: scope.cardinality, observed: ordinal)
+        }
+        let final: [UInt8]
+        do {
+            final = try digest.finalize()
+        } catch {
+            throw .cardinality(scope: scope.id, expected: scope.cardinality, observed: ordinal)
+        }
+        guard final == scope.checksum.digest else { throw .scopeDigest(scope: scope.id) }
+        return ordinal
+    }
+
+    private func request(token: String, ordinal: Int64) -> SeedPageRequest {
+        SeedPageRequest(
+            scopeID: scope.id, pageToken: token, receipt: scope.continuation, expectedRowOrdinal: ordinal,
+            limit: export.pageLimit)
+    }
+
+    private struct Page {
+        let records: [JSONValue]
+        let nextToken: String?
+        let hasMore: Bool
+    }
+
+    private func parse(_ bytes: [UInt8], ordinal: Int64) throws(SeedExportError) -> Page {
+        let json: JSONValue
+        do {
+            json = try StrictJSONParser().parse(bytes)
+        } catch {
+            throw .malformedJSON(route: "scope page", rule: error.rule.rawValue, offset: error.offset)
+        }
+        guard case .object(let object) = json, object.count == 4, case .string(let pageScope)? = object["scope"],
+              case .array(let records)? = object["records"], case .bool(let hasMore)? = object["has_more"],
+              let tokenValue = object["page_token"]
+        else { throw .page(scope: scope.id, ordinal: ordinal, rule: "page_shape") }
+        guard pageScope.exactlyEquals(scope.id) else {
+            throw .page(scope: scope.id, ordinal: ordinal, rule: "page_scope_mismatch")
+        }
+        switch tokenValue {
+        case .null: return Page(records: records, nextToken: nil, hasMore: hasMore)
+        case .string(let next): return Page(records: records, nextToken: next, hasMore: hasMore)
+        default: throw .page(scope: scope.id, ordinal: ordinal, rule: "page_shape")
+        }
+    }
+
+    /// The page token's payload names this export, scope, snapshot and position (the MAC stays the server's).
+    private func checkPageToken(_ token: String, ordinal: Int64) throws(SeedExportError) {
+        guard let decoded = try? SeedToken.decode(token, expecting: .page),
+              let payload = try? SeedPagePayload(token: decoded)
+        else { throw .token(scope: scope.id, rule: "invalid_page_token") }
+        guard payload.exportID.exactlyEquals(export.exportID),
+              payload.exportManifestHash.exactlyEquals(export.exportManifestHash),
+              payload.schemaHash.exactlyEquals(export.schemaHash), payload.scopeID.exactlyEquals(scope.id),
+              payload.registryGeneration == UInt64(scope.registryGeneration),
+              payload.membershipGeneration == UInt64(scope.membershipGeneration),
+              payload.retentionGeneration == UInt64(scope.retentionGeneration),
+              String(payload.streamGeneration) == export.streamGeneration,
+              payload.snapshotBoundary == export.snapshotBoundary,
+              payload.pageLimit == UInt64(export.pageLimit)
+        else { throw .token(scope: scope.id, rule: "page_token_binding") }
+        guard payload.nextRowOrdinal == UInt64(ordinal) else {
+            throw .page(scope: scope.id, ordinal: ordinal, rule: "page_ordinal_mismatch")
+        }
+    }
+
+    /// The receipt's payload matches the scope entry it was issued with (`spec/integrity.md` §7.4 item 7).
+    private func checkReceipt() throws(SeedExportError) {
+        guard let decoded = try? SeedToken.decode(scope.continuation, expecting: .continuation),
+              let payload = try? SeedContinuationPayload(token: decoded)
+        else { throw .token(scope: scope.id, rule: "invalid_receipt") }
+        guard payload.exportID.exactlyEquals(export.exportID),
+              payload.exportManifestHash.exactlyEquals(export.exportManifestHash),
+              payload.schemaHash.exactlyEquals(export.schemaHash), payload.scopeID.exactlyEquals(scope.id),
+              payload.registryGeneration == UInt64(scope.registryGeneration),
+              payload.membershipGeneration == UInt64(scope.membershipGeneration),
+              payload.retentionGeneration == UInt64(scope.retentionGeneration),
+              String(payload.streamGeneration) == export.streamGeneration,
+              payload.snapshotBoundary == export.snapshotBoundary,
+              payload.cardinality == UInt64(scope.cardinality),
+              payload.checksumDigest.exactlyEquals(scope.checksum.hex)
+        else { throw .token(scope: scope.id, rule: "receipt_binding") }
+    }
+}
+
+/// One page request running on its own thread; `wait()` returns its outcome.
+private final class PageFetch: Sendable {
+    private let outcome = Mutex<Result<[UInt8], SeedExportError>?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    init(source: any SeedExportSource, request: SeedPageRequest) {
+        DispatchQueue.global().async {
+            let result = Result { () throws(SeedExportError) in try source.scopePage(request) }
+            self.outcome.withLock { $0 = result }
+            self.done.signal()
+        }
+    }
+
+    func wait() throws(SeedExportError) -> [UInt8] {
+        done.wait()
+        guard let result = outcome.withLock({ $0 }) else { throw .storage("a page fetch ended without an outcome") }
+        return try result.get()
+    }
+}

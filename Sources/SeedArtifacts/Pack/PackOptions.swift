@@ -1,0 +1,105 @@
+import Foundation
+
+/// How ``SeedPacker/pack(_:to:options:)`` compresses a seed database.
+public struct PackOptions: Sendable {
+    /// The default level, 19: a seed is compressed once per release and downloaded by every device
+    /// install, and decompression speed does not depend on the level. 19 is the strongest level whose
+    /// window (8 MiB) keeps a device's decompression memory small; 20–22 need windows of up to 128 MiB.
+    public static let defaultLevel: Int32 = 19
+    /// Output limit when none is given: 4 GiB.
+    public static let defaultMaximumOutputBytes: Int64 = 4 << 30
+
+    /// zstd compression level, 1...22.
+    public var level: Int32
+    /// Compression threads. Any value from 1 gives byte-identical frames (libzstd's multithreaded
+    /// format does not depend on the thread count, and matches the `zstd` CLI at the same level), so
+    /// this only trades memory for speed: about one 4-window job buffer per worker.
+    public var workers: Int
+    /// The compressed output may not exceed this many bytes.
+    public var maximumOutputBytes: Int64
+    /// Replace an existing destination (atomically); otherwise an existing destination is refused.
+    public var overwrite: Bool
+    /// Called as the input is consumed, from the calling thread.
+    public var progress: (@Sendable (PackProgress) -> Void)?
+
+    public init(
+        level: Int32 = PackOptions.defaultLevel, workers: Int = PackOptions.defaultWorkers,
+        maximumOutputBytes: Int64 = PackOptions.defaultMaximumOutputBytes, overwrite: Bool = false,
+        progress: (@Sendable (PackProgress) -> Void)? = nil
+    ) {
+        self.level = level
+        self.workers = workers
+        self.maximumOutputBytes = maximumOutputBytes
+        self.overwrite = overwrite
+        self.progress = progress
+    }
+
+    /// One worker per active processor, at most 4 (beyond that the jobs of a seed-sized file run out).
+    public static var defaultWorkers: Int {
+        min(max(ProcessInfo.processInfo.activeProcessorCount, 1), 4)
+    }
+
+    /// Levels libzstd accepts that seedkit allows (the negative "fast" levels are not offered).
+    public static let levels: ClosedRange<Int32> = 1...22
+    static let workerCounts: ClosedRange<Int> = 1...256
+
+    func validated() throws(PackError) -> PackOptions {
+        guard Self.levels.contains(level) else { throw .invalidLevel(level) }
+        guard Self.workerCounts.contains(workers) else { throw .invalidWorkerCount(workers) }
+        guard maximumOutputBytes > 0 else { throw .invalidOutputLimit(maximumOutputBytes) }
+        return self
+    }
+}
+
+/// How ``SeedPacker/unpack(_:to:options:)`` decompresses a packed seed.
+public struct UnpackOptions: Sendable {
+    /// The decompressed output may not exceed this many bytes: a frame declaring more is refused before
+    /// anything is written, and a frame without a declared size is stopped as soon as it produces more.
+    public var maximumOutputBytes: Int64
+    /// Replace an existing destination (atomically); otherwise an existing destination is refused.
+    public var overwrite: Bool
+    /// Called as the compressed input is consumed, from the calling thread.
+    public var progress: (@Sendable (PackProgress) -> Void)?
+
+    public init(
+        maximumOutputBytes: Int64 = PackOptions.defaultMaximumOutputBytes, overwrite: Bool = false,
+        progress: (@Sendable (PackProgress) -> Void)? = nil
+    ) {
+        self.maximumOutputBytes = maximumOutputBytes
+        self.overwrite = overwrite
+        self.progress = progress
+    }
+
+    func validated() throws(PackError) -> UnpackOptions {
+        guard maximumOutputBytes > 0 else { throw .invalidOutputLimit(maximumOutputBytes) }
+        return self
+    }
+}
+
+/// How far a pack or unpack has read its input.
+public struct PackProgress: Sendable, Equatable {
+    /// Input bytes consumed so far.
+    public let processedBytes: Int64
+    /// The input's size.
+    public let totalBytes: Int64
+}
+
+/// What a pack or unpack produced, in terms of the uncompressed database and the compressed frame
+/// whichever the direction, so evidence can record both digests from either.
+public struct PackReport: Sendable, Equatable {
+    /// Size of the database (the pack input, the unpack output).
+    public let uncompressedBytes: Int64
+    /// Size of the zstd frame (the pack output, the unpack input).
+    public let compressedBytes: Int64
+    /// Lowercase hex SHA-256 of the database bytes.
+    public let uncompressedSHA256: String
+    /// Lowercase hex SHA-256 of the frame bytes.
+    public let compressedSHA256: String
+    /// The level used to pack; nil after an unpack (a frame does not record it).
+    public let level: Int32?
+
+    /// Uncompressed size over compressed size (0 for an empty frame).
+    public var ratio: Double {
+        compressedBytes > 0 ? Double(uncompressedBytes) / Double(compressedBytes) : 0
+    }
+}

@@ -1,0 +1,107 @@
+import CZstd
+
+/// One pass from an input file through libzstd into an atomic output, with fixed-size buffers: the
+/// memory used does not depend on the file size. Both sides are counted and hashed as they stream.
+struct PackStream: ~Copyable {
+    /// The uncompressed side moves in chunks of at least 1 MiB (libzstd suggests 128 KiB): fewer system
+    /// calls and fewer hand-offs to the compression workers, for 1 MiB more memory.
+    static let uncompressedChunkSize = 1 << 20
+
+    let source: PackInputFile
+    let destination: PackOutputFile
+    let limit: Int64
+    var input = PackTally()
+    var output = PackTally()
+
+    init(source: PackInputFile, destination: PackOutputFile, limit: Int64) {
+        self.source = source
+        self.destination = destination
+        self.limit = limit
+    }
+
+    /// Reads the whole input and writes one complete frame; the input must still be `expectedSize`
+    /// bytes long, the size pledged in the frame header.
+    mutating func compress(
+        with compressor: ZstdCompressor, expectedSize: Int64, meter: inout PackProgressMeter
+    ) throws(PackError) {
+        let chunk = PackBuffer(size: max(ZSTD_CStreamInSize(), Self.uncompressedChunkSize))
+        let sink = PackBuffer(size: ZSTD_CStreamOutSize())
+        var last = false
+        while !last {
+            let count = try source.read(into: chunk.bytes)
+            last = count < chunk.bytes.count
+            input.add(chunk.prefix(count))
+            guard input.bytes <= expectedSize, !last || input.bytes == expectedSize else {
+                throw .inputChanged(path: source.path)
+            }
+            var pending = ZSTD_inBuffer(src: chunk.bytes.baseAddress, size: count, pos: 0)
+            var flushed = false
+            while !flushed {
+                var produced = ZSTD_outBuffer(dst: sink.bytes.baseAddress, size: sink.bytes.count, pos: 0)
+                let remaining = try compressor.compress(&produced, &pending, end: last)
+                try emit(sink.prefix(produced.pos))
+                flushed = last ? remaining == 0 : pending.pos == pending.size
+            }
+            meter.advance(to: input.bytes)
+        }
+    }
+
+    /// Decodes exactly one frame, starting with the chunk the prelude already read, and requires the
+    /// input to end where the frame ends.
+    mutating func decompress(
+        with decompressor: ZstdDecompressor, prelude: UnpackPrelude, meter: inout PackProgressMeter
+    ) throws(PackError) {
+        let chunk = prelude.buffer
+        let sink = PackBuffer(size: max(ZSTD_DStreamOutSize(), Self.uncompressedChunkSize))
+        var count = prelude.count
+        input.add(chunk.prefix(count))
+        while true {
+            var pending = ZSTD_inBuffer(src: chunk.bytes.baseAddress, size: count, pos: 0)
+            var sinkFull = false
+            repeat {
+                var produced = ZSTD_outBuffer(dst: sink.bytes.baseAddress, size: sink.bytes.count, pos: 0)
+                let remaining = try decompressor.decompress(&produced, &pending)
+                try emit(sink.prefix(produced.pos))
+                if remaining == 0 {
+                    // The frame is decoded, checksum included; nothing may follow it.
+                    guard pending.pos == pending.size, try source.read(into: chunk.bytes) == 0 else {
+                        throw .trailingData
+                    }
+                    return
+                }
+                sinkFull = produced.pos == produced.size
+            } while pending.pos < pending.size || sinkFull
+            meter.advance(to: input.bytes)
+            count = try source.read(into: chunk.bytes)
+            guard count > 0 else { throw .truncated }
+            input.add(chunk.prefix(count))
+        }
+    }
+
+    /// Checks the limit before any byte beyond it is written, then writes and tallies `bytes`.
+    private mutating func emit(_ bytes: UnsafeRawBufferPointer) throws(PackError) {
+        guard !bytes.isEmpty else { return }
+        guard Int64(bytes.count) <= limit - output.bytes else { throw .outputLimitExceeded(limit: limit) }
+        output.add(bytes)
+        try destination.write(bytes)
+    }
+}
+
+/// The first chunk of a packed seed, read and judged before any output file exists: the zstd magic,
+/// a well-formed header, a content checksum, and a declared size within the limit.
+struct UnpackPrelude {
+    /// The input buffer, holding the first `count` bytes of the file.
+    let buffer: PackBuffer
+    let count: Int
+    let header: ZstdFrameHeader
+
+    init(source: PackInputFile, limit: Int64) throws(PackError) {
+        buffer = PackBuffer(size: ZSTD_DStreamInSize())
+        count = try source.read(into: buffer.bytes)
+        header = try ZstdFrameHeader(prefix: buffer.prefix(count), path: source.path)
+        if let declared = header.declaredContentSize, declared > UInt64(limit) {
+            throw .declaredSizeExceedsLimit(declared: declared, limit: limit)
+        }
+        guard header.hasContentChecksum else { throw .missingContentChecksum }
+    }
+}

@@ -1,0 +1,75 @@
+import SQLiteKit
+
+/// Collects findings in check order, lists at most a fixed number per check (a seed with every row altered would
+/// otherwise print one finding per row) and remembers which checks were evaluated. A reference type so that the
+/// steps of a verifier share one collector; each verification thread has its own.
+final class FindingCollector {
+    private(set) var findings: [SeedFinding] = []
+    private var counts: [SeedCheck: Int] = [:]
+    private var evaluated: Set<SeedCheck> = []
+    private let limit: Int
+
+    init(limit: Int) {
+        self.limit = max(limit, 1)
+    }
+
+    /// Records that `checks` ran, whether or not they found anything.
+    func evaluated(_ checks: SeedCheck...) {
+        evaluated(checks)
+    }
+
+    func evaluated(_ checks: [SeedCheck]) {
+        evaluated.formUnion(checks)
+    }
+
+    func add(_ finding: SeedFinding) {
+        evaluated.insert(finding.check)
+        let count = counts[finding.check, default: 0] + 1
+        counts[finding.check] = count
+        if count <= limit { findings.append(finding) }
+    }
+
+    func add(
+        _ check: SeedCheck, scope: String? = nil, table: String? = nil, row: Int64? = nil, _ message: String
+    ) {
+        add(SeedFinding(check, scope: scope, table: table, row: row, message: message))
+    }
+
+    /// Whether any finding of `check` was recorded.
+    func has(_ check: SeedCheck) -> Bool {
+        counts[check, default: 0] > 0
+    }
+
+    /// Number of findings of `check` recorded so far, listed or not.
+    func count(_ check: SeedCheck) -> Int {
+        counts[check, default: 0]
+    }
+
+    /// Number of findings recorded so far, listed or not.
+    var total: Int { counts.values.reduce(0, +) }
+
+    /// Runs `body`; an SQLite failure inside it becomes one `check` finding naming `step` (a corrupt page makes
+    /// reads fail: the remaining steps still run).
+    func guarding(_ step: String, as check: SeedCheck, _ body: () throws -> Void) {
+        do {
+            try body()
+        } catch let error as SQLiteError {
+            add(check, "\(step): SQLite failed: \(error.codeName): \(error.message)")
+        } catch {
+            add(check, "\(step): \(error)")
+        }
+    }
+
+    /// The listed findings followed by one summary finding per check that had more than the limit.
+    func finish() -> (findings: [SeedFinding], evaluated: Set<SeedCheck>) {
+        var result = findings
+        for check in SeedCheck.allCases {
+            let count = counts[check, default: 0]
+            if count > limit {
+                let message = "\(count - limit) more findings of this check are not listed"
+                result.append(SeedFinding(check, message: message))
+            }
+        }
+        return (result, evaluated)
+    }
+}

@@ -1,0 +1,147 @@
+import SQLiteKit
+import SynchroClient
+import SynchroProtocol
+
+/// The exporter's self-verification of a seed file (`spec/seed-format.md` §6), on a read-only `immutable=1`
+/// connection, in the order of §6: sidecars, integrity, schema (and `user_version`, §2.1), metadata, queues,
+/// seed state, migrations. Unlike the upstream exporter it does not stop at the first failure: every check whose
+/// inputs could be read runs, and each failure is a typed finding.
+struct PublicationVerifier {
+    let path: String
+    let options: SeedVerificationOptions
+    let collector: FindingCollector
+    /// Materialized rows re-digested.
+    var rows = 0
+
+    /// `_synchro_meta` as stored: key → value (any storage class).
+    var meta: [String: SQLiteValue] = [:]
+    /// The manifest of the `schema_manifest` meta value, when it decodes and validates.
+    var manifest: ClientManifest?
+    /// Why `schema_manifest` did not yield a manifest.
+    var manifestProblem: String?
+    /// The row audit, once it ran.
+    var audit: RowAuditResult?
+    /// Where the row audit is handed to the installer checks.
+    let shared: SharedRowAudit?
+
+    init(path: String, options: SeedVerificationOptions, shared: SharedRowAudit? = nil) {
+        self.path = path
+        self.options = options
+        self.shared = shared
+        collector = FindingCollector(limit: options.maximumFindingsPerCheck)
+    }
+
+    /// Runs every check; the findings are in `collector`.
+    mutating func run() {
+        defer { shared?.publish(audit) }
+        collector.evaluated(.sidecarPresent)
+        for suffix in SeedFileProbe.sidecars(of: path) {
+            collector.add(.sidecarPresent, "a \(suffix) file exists next to the seed; a seed is published alone")
+        }
+        let connection: Connection
+        do {
+            connection = try SeedFileProbe.openImmutable(path)
+        } catch {
+            collector.add(.sqliteError, "the seed cannot be opened read-only: \(error.codeName): \(error.message)")
+            return
+        }
+        defer { connection.close() }
+        checkIntegrity(connection)
+        readMeta(connection)
+        checkSchema(connection)
+        checkUserVersion(connection)
+        checkMeta()
+        checkQueues(connection)
+        checkSeedState(connection)
+        checkMigrations(connection)
+    }
+
+    // MARK: - §6 item 2
+
+    private mutating func checkIntegrity(_ connection: Connection) {
+        collector.evaluated(.integrityCheck)
+        collector.guarding("PRAGMA integrity_check", as: .integrityCheck) {
+            let lines = try connection.integrityCheck()
+            guard lines != ["ok"] else { return }
+            let shown = lines.prefix(5).joined(separator: "; ")
+            collector.add(.integrityCheck, "PRAGMA integrity_check reported \(lines.count) problems: \(shown)")
+        }
+    }
+
+    // MARK: - §2.1
+
+    private mutating func checkUserVersion(_ connection: Connection) {
+        collector.evaluated(.userVersion)
+        collector.guarding("PRAGMA user_version", as: .sqliteError) {
+            let version = try connection.userVersion()
+            if Int64(version) != SeedBaseline.userVersion {
+                collector.add(.userVersion, "PRAGMA user_version is \(version), not \(SeedBaseline.userVersion)")
+            }
+        }
+    }
+
+    // MARK: - §6 item 5
+
+    private mutating func checkQueues(_ connection: Connection) {
+        collector.evaluated(.queueNotEmpty)
+        for table in SeedBaseline.tables where table.mustBeEmpty {
+            collector.guarding("counting \(table.name)", as: .sqliteError) {
+                guard try connection.tableExists(table.name) else { return }
+                let count = try connection.scalar("SELECT count(*) FROM \(table.name)")?.integerValue ?? 0
+                if count > 0 {
+                    collector.add(.queueNotEmpty, table: table.name, "\(count) rows; a seed carries no queued work")
+                }
+            }
+        }
+    }
+
+    // MARK: - §6 item 7
+
+    private mutating func checkMigrations(_ connection: Connection) {
+        collector.evaluated(.migrationIdentifiers)
+        collector.guarding("reading grdb_migrations", as: .sqliteError) {
+            guard try connection.tableExists("grdb_migrations") else { return }
+            let recorded = try connection.query("SELECT identifier FROM grdb_migrations") {
+                (try? $0.value(at: 0))?.textValue ?? ""
+            }
+            let expected = SeedBaseline.migrationIdentifiers
+            let missing = expected.filter { !recorded.contains($0) }
+            let extra = recorded.filter { !expected.contains($0) }
+            if !missing.isEmpty {
+                collector.add(.migrationIdentifiers, table: "grdb_migrations",
+                              "missing baseline identifiers: \(missing.joined(separator: ", "))")
+            }
+            if !extra.isEmpty {
+                collector.add(.migrationIdentifiers, table: "grdb_migrations",
+                              "\(extra.count) identifiers outside the baseline v1…v8: "
+                                  + extra.sorted().joined(separator: ", "))
+            }
+        }
+    }
+
+    // MARK: - Metadata rows
+
+    /// Reads `_synchro_meta` and decodes the manifest, which the schema checks need before the metadata checks run.
+    private mutating func readMeta(_ connection: Connection) {
+        collector.guarding("reading _synchro_meta", as: .sqliteError) {
+            guard try connection.tableExists("_synchro_meta") else { return }
+            try connection.forEachRow("SELECT key, value FROM _synchro_meta") { row in
+                guard case .text(let key) = try row.value(at: 0) else { return }
+                meta[key] = try row.value(at: 1)
+            }
+        }
+        guard case .text(let text)? = meta[SeedMetaKey.schemaManifest.rawValue] else {
+            manifestProblem = meta[SeedMetaKey.schemaManifest.rawValue] == nil ? nil : "the value is not text"
+            return
+        }
+        do {
+            manifest = try ClientManifest(bytes: Array(text.utf8))
+        } catch {
+            manifestProblem = "\(error.rule): \(error)"
+        }
+    }
+
+    func metaText(_ key: SeedMetaKey) -> String? {
+        meta[key.rawValue]?.textValue
+    }
+}

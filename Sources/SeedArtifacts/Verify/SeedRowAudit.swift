@@ -1,0 +1,431 @@
+import SQLiteKit
+import SynchroClient
+import SynchroProtocol
+
+/// Which check each kind of row-audit finding is reported under: the publication checks (§6 item 6) and the
+/// installer's validation (§7.1 items 12–15) run the same audit on different files.
+struct RowAuditChecks {
+    let rowVersion: SeedCheck
+    let primaryKey: SeedCheck
+    let primaryKeyDuplicate: SeedCheck
+    let rowValue: SeedCheck
+    let rowWithoutVersion: SeedCheck
+    let versionWithoutRow: SeedCheck
+    let rowDigest: SeedCheck
+    let edge: SeedCheck
+    let edgeWithoutRow: SeedCheck
+    let edgeDigest: SeedCheck
+    let rowWithoutEdge: SeedCheck
+
+    static let publication = RowAuditChecks(
+        rowVersion: .rowVersionInvalid, primaryKey: .primaryKeyStorage, primaryKeyDuplicate: .primaryKeyDuplicate,
+        rowValue: .rowValueInvalid, rowWithoutVersion: .rowWithoutVersion, versionWithoutRow: .versionWithoutRow,
+        rowDigest: .rowDigestMismatch, edge: .edgeInvalid, edgeWithoutRow: .edgeWithoutRow,
+        edgeDigest: .edgeDigestMismatch, rowWithoutEdge: .rowWithoutEdge)
+
+    static let installer = RowAuditChecks(
+        rowVersion: .installerRowVersion, primaryKey: .installerMaterializedRows,
+        primaryKeyDuplicate: .installerMaterializedRows, rowValue: .installerScopeDigest,
+        rowWithoutVersion: .installerMaterializedRows, versionWithoutRow: .installerMaterializedRows,
+        rowDigest: .installerScopeDigest, edge: .installerScopeRow, edgeWithoutRow: .installerMaterializedRows,
+        edgeDigest: .installerScopeRow, rowWithoutEdge: .installerMaterializedRows)
+
+    var all: [SeedCheck] {
+        [rowVersion, primaryKey, primaryKeyDuplicate, rowValue, rowWithoutVersion, versionWithoutRow, rowDigest, edge,
+         edgeWithoutRow, edgeDigest, rowWithoutEdge]
+    }
+}
+
+/// What the audit recomputed for one scope from its provenance edges and the re-digested rows.
+struct ScopeTally: Sendable {
+    /// Number of edges of the scope.
+    var edges = 0
+    /// The recomputed scope digest; nil when an edge's row could not be digested (already reported).
+    var digest: [UInt8]?
+}
+
+/// The outcome of a row audit.
+struct RowAuditResult: Sendable {
+    /// Materialized rows read.
+    var rows = 0
+    /// Per scope named by an edge.
+    var scopes: [String: ScopeTally] = [:]
+    /// How many findings of each of the audit's checks it recorded.
+    var issues: [SeedCheck: Int] = [:]
+}
+
+/// Re-reads every materialized row of every synced table, converts it back to wire values with the client's
+/// mapping, re-digests it against its row version, and checks row versions and provenance edges against the rows
+/// (`spec/seed-format.md` §2.5 invariants, §6 item 6, §7.1 items 12–15). Each row is digested once; the
+/// recomputed digests feed the edge comparison and the scope digests.
+///
+/// Rows are streamed table by table through one statement that joins each row with its row version, and edges
+/// through one statement per table that joins each edge with its row, so no record ID is ever kept in memory:
+/// a row is known by its position in the rowid-ordered scan. One ``RowDigester`` serves every row.
+struct SeedRowAudit {
+    let connection: Connection
+    let manifest: ClientManifest
+    /// The scopes the edges may name (the `_synchro_scopes` rows).
+    let knownScopes: Set<String>
+    let checks: RowAuditChecks
+
+    /// The rows of one synced table, by position in the rowid-ordered scan.
+    private final class TableRows {
+        let table: LocalSchemaTable
+        let key: LocalSchemaColumn
+        /// Ascending.
+        var rowids: [Int64] = []
+        var identities: [RowIdentity?] = []
+        /// Recomputed row digests; nil when the row could not be digested.
+        var digests: [[UInt8]?] = []
+        /// The row-version digest of rows whose recomputed digest differs from it or could not be computed;
+        /// empty when the row checksum is not a checksum object.
+        var versionDigests: [Int: [UInt8]] = [:]
+        /// Rows without a row version (reported once; their edges are not compared).
+        var withoutVersion: Set<Int> = []
+        var edgeCounts: [Int32] = []
+        var versionsMatched = 0
+
+        init(table: LocalSchemaTable, key: LocalSchemaColumn) {
+            self.table = table
+            self.key = key
+        }
+
+        /// The position of the row with `rowid` (rowids of seeded integer keys are usually dense).
+        func position(of rowid: Int64) -> Int? {
+            guard let first = rowids.first else { return nil }
+            let guess = rowid &- first
+            if guess >= 0, guess < rowids.count, rowids[Int(guess)] == rowid { return Int(guess) }
+            var low = 0
+            var high = rowids.count
+            while low < high {
+                let middle = (low + high) / 2
+                if rowids[middle] < rowid { low = middle + 1 } else { high = middle }
+            }
+            return low < rowids.count && rowids[low] == rowid ? low : nil
+        }
+    }
+
+    func run(into collector: FindingCollector) throws -> RowAuditResult {
+        collector.evaluated(checks.all)
+        let before = Dictionary(checks.all.map { ($0, collector.count($0)) }, uniquingKeysWith: { first, _ in first })
+        var result = RowAuditResult()
+        var digester = RowDigester(manifest: manifest.manifest)
+        var tables: [TableRows] = []
+        for table in manifest.localSchema {
+            guard let key = table.primaryKeyColumn else { continue }
+            let rows = TableRows(table: table, key: key)
+            try readRows(rows, digester: &digester, into: collector)
+            try checkDuplicateKeys(rows, into: collector)
+            result.rows += rows.rowids.count
+            tables.append(rows)
+        }
+        try checkVersionsWithoutRows(tables, into: collector)
+        try checkEdgesOutsideManifest(into: collector)
+        var members: [String: [(TableRows, Int)]] = [:]
+        for rows in tables {
+            try readEdges(rows, members: &members, into: collector)
+            for position in rows.edgeCounts.indices where rows.edgeCounts[position] == 0 {
+                collector.add(checks.rowWithoutEdge, table: rows.table.tableName, row: Int64(position + 1),
+                              "the row has no provenance edge in any scope")
+            }
+        }
+        for (scope, scopeMembers) in members {
+            result.scopes[scope] = tally(scope: scope, members: scopeMembers)
+        }
+        for (check, count) in before where collector.count(check) > count {
+            result.issues[check] = collector.count(check) - count
+        }
+        return result
+    }
+
+    // MARK: - Rows
+
+    private func readRows(_ rows: TableRows, digester: inout RowDigester, into collector: FindingCollector) throws {
+        let table = rows.table
+        let columns = table.columns.map { "t." + SQLiteIdentifier.quote($0.name) }.joined(separator: ", ")
+        let statement = try connection.prepare("""
+            SELECT t.rowid, \(columns), v.rowid, v.server_version, v.row_checksum
+            FROM \(SQLiteIdentifier.quote(table.tableName)) AS t
+            LEFT JOIN _synchro_row_versions AS v
+                ON v.table_name = ?1 AND v.record_id = CAST(t.\(SQLiteIdentifier.quote(rows.key.name)) AS TEXT)
+            ORDER BY t.rowid
+            """)
+        try statement.bind([.text(table.tableName)])
+        defer { statement.reset() }
+        let versionColumn = table.columns.count + 1
+        // One member per column, overwritten in place row after row (the row object built from it is released
+        // before the next row, so no copy is made).
+        var members = table.columns.map { JSONMember($0.fieldID, .null) }
+        while try statement.step() {
+            let rowid = statement.int64(at: 0)
+            // A second version with the same record ID repeats the row in the join (only possible when the
+            // version table lost its primary key, which the shape checks report).
+            if rowid == rows.rowids.last {
+                collector.add(checks.rowVersion, table: table.tableName, row: Int64(rows.rowids.count),
+                              "the row has more than one row version")
+                continue
+            }
+            let position = rows.rowids.count
+            let ordinal = Int64(position + 1)
+            rows.rowids.append(rowid)
+            rows.edgeCounts.append(0)
+            var valid = true
+            var keyWire: JSONValue?
+            for (index, column) in table.columns.enumerated() {
+                let stored = try statement.value(at: 1 + index)
+                if column.isPrimaryKey && !Self.keyStorageFits(stored, column.logicalType) {
+                    collector.add(checks.primaryKey, table: table.tableName, row: ordinal,
+                                  "the primary key is stored as \(stored.storageClassName), which type "
+                                      + "\(column.logicalType.rawValue) does not allow")
+                    valid = false
+                    continue
+                }
+                guard let wire = SeedWireValue.wireValue(stored, type: column.logicalType) else {
+                    collector.add(checks.rowValue, table: table.tableName, row: ordinal,
+                                  "field \(column.fieldID): a stored \(stored.storageClassName) does not fit type "
+                                      + column.logicalType.rawValue)
+                    valid = false
+                    continue
+                }
+                if column.isPrimaryKey { keyWire = wire }
+                members[index] = JSONMember(column.fieldID, wire)
+            }
+            guard !statement.isNull(at: versionColumn) else {
+                collector.add(checks.rowWithoutVersion, table: table.tableName, row: ordinal,
+                              "the row has no row version")
+                rows.withoutVersion.insert(position)
+                rows.identities.append(identity(table, keyWire))
+                rows.digests.append(nil)
+                continue
+            }
+            rows.versionsMatched += 1
+            let serverVersion: String?
+            if case .text(let text) = try statement.value(at: versionColumn + 1), !text.isEmpty {
+                serverVersion = text
+            } else {
+                serverVersion = nil
+                collector.add(checks.rowVersion, table: table.tableName, row: ordinal,
+                              "the row's server version is empty or not text")
+            }
+            guard valid, let keyWire, let serverVersion else {
+                rows.identities.append(identity(table, keyWire))
+                rows.digests.append(nil)
+                rows.versionDigests[position] = versionDigest(statement, at: versionColumn + 2, table: table.tableName,
+                                                              ordinal: ordinal, into: collector)
+                continue
+            }
+            do {
+                let computed = try digester.digest(
+                    tableID: table.tableID, primaryKey: keyWire, row: .object(JSONObject(members)),
+                    serverVersion: serverVersion)
+                rows.identities.append(computed.identity)
+                rows.digests.append(computed.digest)
+                let matches = statement.isNull(at: versionColumn + 2) ? nil : statement.withTextBytes(
+                    at: versionColumn + 2) { ChecksumText.object($0, carries: computed.digest) }
+                if matches != true {
+                    rows.versionDigests[position] = versionDigest(
+                        statement, at: versionColumn + 2, table: table.tableName, ordinal: ordinal, into: collector)
+                    if matches == false {
+                        collector.add(checks.rowDigest, table: table.tableName, row: ordinal,
+                                      "the row re-digested from its stored values differs from its row checksum")
+                    }
+                }
+            } catch {
+                rows.identities.append(identity(table, keyWire))
+                rows.digests.append(nil)
+                rows.versionDigests[position] = versionDigest(statement, at: versionColumn + 2, table: table.tableName,
+                                                              ordinal: ordinal, into: collector)
+                collector.add(checks.rowValue, table: table.tableName, row: ordinal,
+                              "the row cannot be digested: \(error.rule): \(error)")
+            }
+        }
+    }
+
+    /// The storage-class rule of §7.1 item 14: TEXT for `string`, INTEGER within int32 for `int`, INTEGER for
+    /// `int64`.
+    private static func keyStorageFits(_ stored: SQLiteValue, _ type: PortableType) -> Bool {
+        switch (type, stored) {
+        case (.string, .text): true
+        case (.int, .integer(let integer)): Int32(exactly: integer) != nil
+        case (.int64, .integer): true
+        default: false
+        }
+    }
+
+    private func identity(_ table: LocalSchemaTable, _ key: JSONValue?) -> RowIdentity? {
+        key.flatMap { try? RowIdentity(manifest: manifest.manifest, tableID: table.tableID, primaryKey: $0) }
+    }
+
+    /// The digest of the row checksum at `column`; empty, reported, when it is not a checksum object.
+    private func versionDigest(
+        _ statement: Statement, at column: Int, table: String, ordinal: Int64, into collector: FindingCollector
+    ) -> [UInt8] {
+        let digest = statement.isNull(at: column) ? nil : statement.withTextBytes(at: column, ChecksumText.objectDigest)
+        guard let digest else {
+            collector.add(checks.rowVersion, table: table, row: ordinal,
+                          "the row's row checksum is not a checksum object")
+            return []
+        }
+        return digest
+    }
+
+    /// A rowid table whose single primary-key column is the key cannot hold two rows with one key; any other
+    /// shape (already reported by the shape checks) is searched for repeated record IDs.
+    private func checkDuplicateKeys(_ rows: TableRows, into collector: FindingCollector) throws {
+        let name = rows.table.tableName
+        let keyColumns = try connection.query(
+            "SELECT name FROM pragma_table_info(?1) WHERE pk > 0", [.text(name)]) { try $0.text(at: 0) }
+        let withoutRowid = try connection.scalar(
+            "SELECT wr FROM pragma_table_list(?1) WHERE schema = 'main'", [.text(name)])?.integerValue ?? 0
+        guard keyColumns != [rows.key.name] || withoutRowid != 0 else { return }
+        let key = "CAST(\(SQLiteIdentifier.quote(rows.key.name)) AS TEXT)"
+        try connection.forEachRow("""
+            SELECT max(rowid) FROM \(SQLiteIdentifier.quote(name)) WHERE \(key) IS NOT NULL
+            GROUP BY \(key) HAVING count(*) > 1
+            """
+        ) { row in
+            let ordinal = rows.position(of: row.int64(at: 0)).map { Int64($0 + 1) }
+            collector.add(checks.primaryKeyDuplicate, table: name, row: ordinal, "another row has the same record ID")
+        }
+    }
+
+    // MARK: - Row versions
+
+    /// Row versions of unknown tables, and per synced table the versions no materialized row matched.
+    private func checkVersionsWithoutRows(_ tables: [TableRows], into collector: FindingCollector) throws {
+        let counts = try connection.query(
+            "SELECT table_name, count(*) FROM _synchro_row_versions GROUP BY table_name ORDER BY table_name"
+        ) { (try $0.value(at: 0), $0.int(at: 1)) }
+        for (name, count) in counts {
+            guard case .text(let tableName) = name, let rows = tables.first(where: { $0.table.tableName == tableName })
+            else {
+                collector.add(checks.rowVersion, table: "_synchro_row_versions",
+                              "\(count) row versions name table \(name.textValue ?? "?"), which the manifest "
+                                  + "does not have")
+                continue
+            }
+            guard count != rows.versionsMatched else { continue }
+            let key = SQLiteIdentifier.quote(rows.key.name)
+            try connection.forEachRow("""
+                SELECT v.rowid FROM _synchro_row_versions AS v
+                WHERE v.table_name = ?1 AND NOT EXISTS (
+                    SELECT 1 FROM \(SQLiteIdentifier.quote(tableName)) AS t
+                    WHERE t.\(key) = v.record_id AND CAST(t.\(key) AS TEXT) = v.record_id)
+                """, [.text(tableName)]
+            ) { row in
+                collector.add(checks.versionWithoutRow, table: "_synchro_row_versions", row: row.int64(at: 0),
+                              "the row version of a \(tableName) record has no materialized row")
+            }
+        }
+    }
+
+    // MARK: - Edges
+
+    /// Edges naming a table the manifest does not have, or a scope without a `_synchro_scopes` row.
+    private func checkEdgesOutsideManifest(into collector: FindingCollector) throws {
+        let names = manifest.localSchema.map { SQLiteValue.text($0.tableName) }
+        let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
+        try connection.forEachRow(
+            "SELECT rowid, table_name FROM _synchro_scope_rows WHERE table_name NOT IN (\(placeholders))", names
+        ) { row in
+            collector.add(checks.edge, table: "_synchro_scope_rows", row: row.int64(at: 0),
+                          "the edge names table \((try? row.value(at: 1))?.textValue ?? "?"), which the manifest "
+                              + "does not have")
+        }
+        try connection.forEachRow("""
+            SELECT scope_id, count(*) FROM _synchro_scope_rows
+            WHERE scope_id NOT IN (SELECT scope_id FROM _synchro_scopes) GROUP BY scope_id
+            """
+        ) { row in
+            collector.add(checks.edge, scope: (try? row.value(at: 0))?.textValue, table: "_synchro_scope_rows",
+                          "\(row.int64(at: 1)) provenance edges name a scope that has no _synchro_scopes row")
+        }
+    }
+
+    /// Every edge of the table's records, joined with the row it names (the exact record ID text).
+    private func readEdges(
+        _ rows: TableRows, members: inout [String: [(TableRows, Int)]], into collector: FindingCollector
+    ) throws {
+        let name = rows.table.tableName
+        let key = "t." + SQLiteIdentifier.quote(rows.key.name)
+        // `+e.table_name` keeps SQLite from walking the record index: one scan of the edges is cheaper than an
+        // index probe per edge.
+        let statement = try connection.prepare("""
+            SELECT e.rowid, e.scope_id, e.checksum, e.generation, t.rowid
+            FROM _synchro_scope_rows AS e
+            LEFT JOIN \(SQLiteIdentifier.quote(name)) AS t
+                ON \(key) = e.record_id AND CAST(\(key) AS TEXT) = e.record_id
+            WHERE +e.table_name = ?1
+            """)
+        try statement.bind([.text(name)])
+        defer { statement.reset() }
+        var currentScope: String?
+        var currentKnown = false
+        var current: [(TableRows, Int)] = []
+        func flush() {
+            if let currentScope, !current.isEmpty { members[currentScope, default: []].append(contentsOf: current) }
+            current.removeAll(keepingCapacity: true)
+        }
+        while try statement.step() {
+            let rowid = statement.int64(at: 0)
+            let scope = (try? statement.value(at: 1))?.textValue ?? ""
+            if scope != currentScope {
+                flush()
+                currentScope = scope
+                currentKnown = knownScopes.contains(scope)
+            }
+            guard currentKnown else { continue }
+            if case .integer(0) = try statement.value(at: 3) {} else {
+                collector.add(checks.edge, scope: scope, table: "_synchro_scope_rows", row: rowid,
+                              "the edge of a \(name) record has a generation other than the integer 0")
+            }
+            guard !statement.isNull(at: 4), let position = rows.position(of: statement.int64(at: 4)) else {
+                collector.add(checks.edgeWithoutRow, scope: scope, table: "_synchro_scope_rows", row: rowid,
+                              "the edge names a \(name) record that is not materialized")
+                continue
+            }
+            rows.edgeCounts[position] += 1
+            current.append((rows, position))
+            guard !rows.withoutVersion.contains(position) else { continue }
+            let expected = rows.versionDigests[position] ?? rows.digests[position] ?? []
+            let matches = statement.withTextBytes(at: 2) { ChecksumText.bareHex($0, equals: expected) }
+            if !matches {
+                let wellFormed = statement.withTextBytes(at: 2) { ChecksumText.bareDigest($0) } != nil
+                collector.add(checks.edgeDigest, scope: scope, table: name, row: Int64(position + 1),
+                              wellFormed ? "the edge digest differs from the row's row checksum"
+                                  : "the edge digest is not 64 lowercase hex characters")
+            }
+        }
+        flush()
+    }
+
+    // MARK: - Scope digests
+
+    private func tally(scope: String, members: [(TableRows, Int)]) -> ScopeTally {
+        var tally = ScopeTally(edges: members.count)
+        var entries: [(identity: RowIdentity, rowDigest: [UInt8])] = []
+        entries.reserveCapacity(members.count)
+        for (rows, position) in members {
+            guard let identity = rows.identities[position], let digest = rows.digests[position] else { return tally }
+            entries.append((identity, digest))
+        }
+        tally.digest = try? ScopeDigest.compute(
+            schemaHash: manifest.manifest.schemaHashOctets, scopeID: scope, entries: entries
+        ).digest
+        return tally
+    }
+}
+
+extension SQLiteValue {
+    /// SQLite's name of the storage class (`typeof()`), for messages that must not show the value.
+    var storageClassName: String {
+        switch self {
+        case .null: "null"
+        case .integer: "integer"
+        case .real: "real"
+        case .text: "text"
+        case .blob: "blob"
+        }
+    }
+}

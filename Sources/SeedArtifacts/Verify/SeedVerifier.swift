@@ -1,0 +1,127 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Verifies a seed database offline (`spec/seed-format.md`): first every publication check of the exporter (§6)
+/// on the file itself, opened read-only and `immutable=1`; then the device installer's validation (§7.1) on a
+/// copy migrated by the client store in a temporary directory, which is deleted afterwards. Every failure is a
+/// typed ``SeedFinding``; only input that is not a seed at all throws.
+///
+/// The two phases read different files, so they run concurrently. Rows are digested once: when the migrated copy
+/// holds exactly the seed's rows, row versions and edges (checked by SQL joins), the installer checks reuse the
+/// digests the publication checks recomputed; otherwise they audit the copy on their own.
+/// docs/seed-verification.md lists every check.
+public enum SeedVerifier {
+    /// Verifies the seed at `path` (`.db`, or a zstd-packed `.db.zst`, recognized by its frame magic and unpacked
+    /// to a temporary file first).
+    ///
+    /// - Throws: ``SeedInputError`` when the file is missing, not a regular file, unreadable, not SQLite,
+    ///   truncated, a zstd frame that does not unpack, or when a temporary copy cannot be made.
+    public static func verify(
+        path: String, options: SeedVerificationOptions = SeedVerificationOptions()
+    ) throws(SeedInputError) -> SeedVerificationReport {
+        let source = try SeedSource(path: path, temporaryDirectory: options.temporaryDirectory,
+                                    maximumUnpackedBytes: options.maximumUnpackedBytes)
+        defer { source.discard() }
+        guard options.includeInstallerChecks else {
+            return SeedCheckRun.run(seed: source.databasePath, staged: nil, options: options).report
+        }
+        let directory = options.temporaryDirectory ?? NSTemporaryDirectory()
+        let staged = SeedStaging.stagedPath(
+            nextTo: URL(fileURLWithPath: directory).appendingPathComponent("seedkit-verify.db").path,
+            uuid: UUID().uuidString.lowercased())
+        defer { try? SeedStaging.removeFamily(staged) }
+        let run = SeedCheckRun.run(seed: source.databasePath, staged: staged, options: options)
+        if let failure = run.stagingFailure {
+            throw .temporaryFile(reason: "\(failure.operation) \(failure.path): errno \(failure.errno)")
+        }
+        return run.report
+    }
+
+    /// The exporter's self-verification (§6) of the file at `path`, expecting `snapshot_complete` to be
+    /// `expectedSnapshotComplete` (0 for the staged file, 1 after finalization): the entry point the exporter
+    /// calls twice before it publishes.
+    public static func verifyPublication(
+        path: String, expectedSnapshotComplete: Int
+    ) throws(SeedInputError) -> SeedVerificationReport {
+        try verify(path: path, options: .publication(snapshotComplete: expectedSnapshotComplete))
+    }
+}
+
+/// The publication checks and, when a staged path is given, the installer's procedure and validation, run
+/// concurrently and merged into one report (publication findings first).
+enum SeedCheckRun {
+    struct Outcome {
+        let report: SeedVerificationReport
+        /// Set when the staged copy could not be written (the installer checks then did not run).
+        let stagingFailure: SeedStaging.IOFailure?
+    }
+
+    private struct InstallerOutcome: Sendable {
+        var findings: [SeedFinding] = []
+        var evaluated: Set<SeedCheck> = []
+        var failure: SeedStaging.IOFailure?
+    }
+
+    static func run(seed: String, staged: String?, options: SeedVerificationOptions) -> Outcome {
+        let installer = SendableBox<InstallerOutcome>()
+        let shared = SharedRowAudit()
+        let group = DispatchGroup()
+        if let staged {
+            DispatchQueue.global(qos: .userInitiated).async(group: group) {
+                let collector = FindingCollector(limit: options.maximumFindingsPerCheck)
+                var outcome = InstallerOutcome()
+                do throws(SeedStaging.IOFailure) {
+                    try SeedStaging.stage(seed: seed, at: staged, collector: collector, shared: shared)
+                } catch {
+                    outcome.failure = error
+                }
+                (outcome.findings, outcome.evaluated) = collector.finish()
+                installer.set(outcome)
+            }
+        }
+        var publication = PublicationVerifier(path: seed, options: options, shared: shared)
+        publication.run()
+        group.wait()
+        let (findings, evaluated) = publication.collector.finish()
+        let other = installer.value ?? InstallerOutcome()
+        let report = SeedVerificationReport(
+            findings: findings + other.findings, checks: evaluated.union(other.evaluated).count,
+            rows: publication.rows)
+        return Outcome(report: report, stagingFailure: other.failure)
+    }
+}
+
+/// The publication checks' row audit, handed to the installer checks: when the migrated copy holds exactly the
+/// seed's rows, row versions and edges, the digests the publication checks recomputed from the seed are the ones
+/// the copy would yield, so the installer checks compare them instead of digesting every row a second time.
+final class SharedRowAudit: Sendable {
+    private let result = Mutex<RowAuditResult?>(nil)
+    private let published = DispatchSemaphore(value: 0)
+
+    /// Called exactly once by the publication checks, with nil when their audit did not run.
+    func publish(_ audit: RowAuditResult?) {
+        result.withLock { $0 = audit }
+        published.signal()
+    }
+
+    /// Waits for ``publish(_:)``.
+    func wait() -> RowAuditResult? {
+        published.wait()
+        published.signal()
+        return result.withLock { $0 }
+    }
+}
+
+/// A value handed from a worker thread to the thread that waits for it.
+final class SendableBox<Value: Sendable>: Sendable {
+    private let storage = Mutex<Value?>(nil)
+
+    func set(_ value: Value) {
+        storage.withLock { $0 = value }
+    }
+
+    var value: Value? {
+        storage.withLock { $0 }
+    }
+}

@@ -1,0 +1,178 @@
+import SQLiteKit
+import SynchroClient
+import SynchroProtocol
+
+/// Writes the seed database file (`spec/seed-format.md` §2, §5 steps 9–15): the baseline internal tables, the
+/// synced tables, rows, versions, provenance, scopes and receipts in one transaction, then the capture
+/// triggers (after the rows, so loading enqueues nothing) and the metadata.
+///
+/// The file keeps a rollback-journal header: it is never switched to WAL, so there is no sidecar to
+/// checkpoint away and the published file opens from read-only media (ARCHITECTURE.md).
+final class SeedDatabaseWriter {
+    let connection: Connection
+    let manifest: ClientManifest
+    private let tablesByID: [String: TableWriter]
+
+    /// Opens a new, empty file at `path` and creates the schema inside the open transaction.
+    init(path: String, manifest: ClientManifest) throws(SeedExportError) {
+        self.manifest = manifest
+        do {
+            connection = try Connection(path: path)
+            // The file is a temporary until verified and published: a crash leaves only the temporary.
+            _ = try connection.setJournalMode(.delete)
+            try connection.setSynchronous(.off)
+            try connection.execute("PRAGMA cache_size = -65536")
+            try connection.execute("BEGIN IMMEDIATE")
+            try Self.createBaseline(on: connection)
+            var writers: [String: TableWriter] = [:]
+            for table in manifest.localSchema {
+                try connection.execute(LocalTableForms.createTableSQL(table))
+                writers[table.tableID] = try TableWriter(table: table, connection: connection)
+            }
+            tablesByID = writers
+        } catch let error as SeedExportError {
+            throw error
+        } catch {
+            throw .storage("\(error)")
+        }
+    }
+
+    deinit {
+        connection.close()
+    }
+
+    private static func createBaseline(on connection: Connection) throws {
+        for table in SeedBaseline.tables {
+            try connection.execute(table.createSQL)
+            for index in table.indexes {
+                try connection.execute(index.sql)
+            }
+        }
+        for identifier in SeedBaseline.migrationIdentifiers {
+            try connection.run("INSERT INTO grdb_migrations (identifier) VALUES (?)", [.text(identifier)])
+        }
+        try connection.setUserVersion(Int32(SeedBaseline.userVersion))
+    }
+
+    /// Writes one verified record with its version and its provenance edge in `scope`.
+    func write(record: VerifiedSeedRecord, scope: String) throws(SeedExportError) {
+        guard let writer = tablesByID[record.tableID] else {
+            throw .storage("a verified record names a table without a writer")
+        }
+        do {
+            try writer.insert(row: record.row)
+            try connection.cachedStatement("""
+                INSERT INTO _synchro_row_versions (table_name, record_id, server_version, row_checksum)
+                VALUES (?, ?, ?, ?)
+                ON CONFLICT (table_name, record_id)
+                DO UPDATE SET server_version = excluded.server_version, row_checksum = excluded.row_checksum
+                """).run([
+                    .text(writer.table.tableName), .text(record.recordID), .text(record.serverVersion),
+                    .text(try CanonicalJSON.string(Checksum(digest: record.digest).json)),
+                ])
+            try connection.cachedStatement("""
+                INSERT INTO _synchro_scope_rows (scope_id, table_name, record_id, checksum, generation)
+                VALUES (?, ?, ?, ?, 0)
+                """).run([.text(scope), .text(writer.table.tableName), .text(record.recordID), .text(Hex.encode(record.digest))])
+        } catch {
+            throw .storage("\(error)")
+        }
+    }
+
+    /// The scope row and its receipt, once every record of the scope is written and verified.
+    func finishScope(_ scope: SeedExportManifest.Scope) throws(SeedExportError) {
+        do {
+            let checksum = try CanonicalJSON.string(scope.checksum.json)
+            try connection.run(
+                "INSERT INTO _synchro_scopes (scope_id, cursor, checksum, generation, local_checksum) VALUES (?, NULL, ?, 0, ?)",
+                [.text(scope.id), .text(checksum), .text(checksum)])
+            try connection.run("""
+                INSERT INTO _synchro_seed_receipts (scope_id, receipt, schema_version, schema_hash, cardinality, checksum)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """, [
+                    .text(scope.id), .text(scope.continuation), .integer(manifest.manifest.schemaVersion),
+                    .text(manifest.manifest.schemaHash), .integer(scope.cardinality), .text(checksum),
+                ])
+        } catch {
+            throw .storage("\(error)")
+        }
+    }
+
+    /// Creates the triggers, writes the metadata with `snapshot_complete = 0` and commits.
+    func commit(export: SeedExportManifest) throws(SeedExportError) {
+        do {
+            for table in manifest.localSchema {
+                for trigger in LegacyCaptureTriggers.statements(for: table) {
+                    try connection.execute(trigger.sql)
+                }
+            }
+            let values: [(SeedMetaKey, String)] = [
+                (.syncLock, "0"), (.checkpoint, "0"),
+                (.schemaVersion, String(manifest.manifest.schemaVersion)),
+                (.schemaHash, manifest.manifest.schemaHash),
+                (.localSchema, try SeedLocalSchema.text(manifest.localSchema)),
+                (.schemaManifest, try CanonicalJSON.string(manifest.json)),
+                (.scopeSetVersion, "0"), (.snapshotComplete, "0"),
+                (.exportID, export.exportID), (.exportManifestHash, export.exportManifestHash),
+                (.streamGeneration, export.streamGeneration),
+                (.snapshotBoundary, try CanonicalJSON.string(export.snapshotBoundary.json)),
+                (.pageLimit, String(export.pageLimit)),
+            ]
+            for (key, value) in values {
+                try connection.run("INSERT INTO _synchro_meta (key, value) VALUES (?, ?)", [.text(key.rawValue), .text(value)])
+            }
+            try connection.execute("COMMIT")
+        } catch {
+            throw .storage("\(error)")
+        }
+    }
+
+    /// Flips `snapshot_complete` to `1` in its own transaction (exactly one row must change) and makes the
+    /// file durable.
+    func finalize() throws(SeedExportError) {
+        do {
+            try connection.setSynchronous(.full)
+            try connection.run("UPDATE _synchro_meta SET value = '1' WHERE key = 'snapshot_complete' AND value = '0'")
+            guard connection.changes == 1 else { throw SeedExportError.storage("snapshot_complete did not change") }
+        } catch let error as SeedExportError {
+            throw error
+        } catch {
+            throw .storage("\(error)")
+        }
+        connection.close()
+    }
+
+    /// Rolls back and closes after a failure.
+    func abandon() {
+        if connection.isOpen && connection.isInTransaction {
+            _ = try? connection.execute("ROLLBACK")
+        }
+        connection.close()
+    }
+}
+
+/// The prepared upsert of one synced table.
+private struct TableWriter {
+    let table: LocalSchemaTable
+    let sql: String
+    unowned let connection: Connection
+
+    init(table: LocalSchemaTable, connection: Connection) throws {
+        self.table = table
+        self.connection = connection
+        let names = table.columns.map { SQLiteIdentifier.quote($0.name) }
+        let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
+        let key = SQLiteIdentifier.quote(table.primaryKeyColumn?.name ?? "")
+        let updates = table.columns.filter { !$0.isPrimaryKey }.map {
+            "\(SQLiteIdentifier.quote($0.name)) = excluded.\(SQLiteIdentifier.quote($0.name))"
+        }
+        let conflict = updates.isEmpty ? "DO NOTHING" : "DO UPDATE SET \(updates.joined(separator: ", "))"
+        sql = "INSERT INTO \(SQLiteIdentifier.quote(table.tableName)) (\(names.joined(separator: ", "))) "
+            + "VALUES (\(placeholders)) ON CONFLICT (\(key)) \(conflict)"
+    }
+
+    /// Binds the row's values in column order and runs the upsert.
+    func insert(row: [SQLiteValue]) throws {
+        try connection.cachedStatement(sql).run(row)
+    }
+}

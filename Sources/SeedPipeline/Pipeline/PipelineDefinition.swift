@@ -1,0 +1,89 @@
+/// A validated pipeline definition (`pipelines/*.json`, docs/pipelines.md): where the rows come from, what is
+/// exported, how it is packed and rehearsed, where it is published and which steps run. Only
+/// ``load(file:environment:)`` and ``init(bytes:baseDirectory:environment:)`` make one, so a value is always valid;
+/// paths are absolute and credentials are resolved from the environment.
+public struct PipelineDefinition: Sendable {
+    /// The `name` member, or the file name without `.json`.
+    public let name: String
+    /// The directory relative paths were resolved against (the pipeline file's directory).
+    public let baseDirectory: String
+    public let source: PipelineSource
+    /// The portable scopes to export; nil exports every portable scope the source declares.
+    public let scopes: [String]?
+    /// Rows per export page and per rehearsal pull page, 1…1000.
+    public let pageLimit: Int64
+    /// The zstd level of `seed.db.zst`, 1…22.
+    public let packLevel: Int32
+    public let rehearsal: PipelineRehearsal
+    /// The directory that receives `seed.db`, `seed.db.zst`, `evidence.json` and `SHA256SUMS` (absolute).
+    public let publishDirectory: String
+    /// The steps that run, in run order.
+    public let steps: [PipelineStep]
+
+    /// Whether `step` is part of this pipeline.
+    public func runs(_ step: PipelineStep) -> Bool {
+        steps.contains(step)
+    }
+
+    init(
+        name: String, baseDirectory: String, source: PipelineSource, scopes: [String]?, pageLimit: Int64,
+        packLevel: Int32, rehearsal: PipelineRehearsal, publishDirectory: String, steps: [PipelineStep]
+    ) {
+        self.name = name
+        self.baseDirectory = baseDirectory
+        self.source = source
+        self.scopes = scopes
+        self.pageLimit = pageLimit
+        self.packLevel = packLevel
+        self.rehearsal = rehearsal
+        self.publishDirectory = publishDirectory
+        self.steps = steps
+    }
+}
+
+/// Where a pipeline's rows come from.
+public enum PipelineSource: Sendable {
+    /// The reference server, started in-process on loopback for the run, serving a dataset.
+    case embedded(dataset: String, rows: Int?)
+    /// A running protocol 3 server with the operator export routes.
+    case server(PipelineServerSource)
+
+    /// `embedded` or `server`.
+    public var kind: String {
+        switch self {
+        case .embedded: "embedded"
+        case .server: "server"
+        }
+    }
+}
+
+/// A server source: its URL and the credentials read from the environment variables the file names.
+public struct PipelineServerSource: Sendable {
+    /// `http(s)://host[:port]`, without credentials, query or fragment.
+    public let url: String
+    /// The operator credential of the export routes.
+    public let operatorToken: PipelineCredential
+    /// The rehearsal user's credential; nil when the pipeline does not rehearse.
+    public let userToken: PipelineCredential?
+}
+
+/// Who the rehearsal syncs as.
+public struct PipelineRehearsal: Sendable {
+    /// The test user. The embedded source creates a credential for it; a server source authenticates with the
+    /// user token and records `user` as a label only (nil when the file gives none).
+    public let user: String?
+    /// Also rebuild every portable scope from the server into a fresh store and compare digests.
+    public let rebuildCompare: Bool
+    /// `app_version` of the rehearsal device (SemVer).
+    public let appVersion: String
+}
+
+/// A secret read from the environment. Its description never shows the value.
+public struct PipelineCredential: Sendable, CustomStringConvertible {
+    /// The environment variable it came from.
+    public let variable: String
+    /// The secret itself; hand it to a transport, never to output.
+    public let value: String
+
+    public var description: String { "$\(variable) (hidden)" }
+}

@@ -1,0 +1,53 @@
+import SeedArtifacts
+import SynchroServer
+
+/// Why a pipeline run stopped before its first step (a failing step is a ``PipelineReport``, not an error).
+/// Descriptions name paths, scopes and rules, never a credential.
+public enum PipelineError: Error, Sendable, CustomStringConvertible {
+    /// The embedded source's dataset does not load.
+    case invalidDataset(path: String, DatasetError)
+    /// `scopes` names a scope the source does not declare portable.
+    case scopeNotPortable(String)
+    /// The publish directory holds something other than a publication (or is not a directory): a run replaces
+    /// the whole directory, so it refuses to touch foreign files.
+    case publishDirectoryNotPublication(path: String, entry: String)
+    /// The server source cannot be reached, refused the operator credential or answered outside the protocol.
+    case source(SeedExportError)
+    /// The embedded reference server could not start.
+    case embeddedServer(String)
+    /// A file operation on the scratch or publish directory failed.
+    case io(operation: String, path: String, errno: Int32)
+
+    /// The stable snake_case rule name.
+    public var rule: String {
+        switch self {
+        case .invalidDataset(_, let error): "invalid_dataset.\(error.rule.rawValue)"
+        case .scopeNotPortable: "scope_not_portable"
+        case .publishDirectoryNotPublication: "publish_directory_not_publication"
+        case .source(let error): "source.\(error.rule)"
+        case .embeddedServer: "embedded_server_failed"
+        case .io: "io_failed"
+        }
+    }
+
+    /// Whether the pipeline file (or what it points at) is at fault rather than the environment: exit status 2.
+    public var isInvalidInput: Bool {
+        switch self {
+        case .invalidDataset, .scopeNotPortable, .publishDirectoryNotPublication: true
+        case .source, .embeddedServer, .io: false
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .invalidDataset(let path, let error): "the dataset \(path) is invalid: \(error)"
+        case .scopeNotPortable(let scope): "scopes: \(scope) is not a portable scope of the source"
+        case .publishDirectoryNotPublication(let path, let entry):
+            "\(path) holds \(entry), which is not part of a publication; the publish directory is replaced as a "
+                + "whole, so it must be empty or hold only seed.db, seed.db.zst, evidence.json and SHA256SUMS"
+        case .source(let error): "the source failed: \(error)"
+        case .embeddedServer(let message): "the embedded reference server failed: \(message)"
+        case .io(let operation, let path, let code): "\(operation) \(path) failed (errno \(code))"
+        }
+    }
+}

@@ -1,0 +1,57 @@
+import SeedArtifacts
+import SynchroProtocol
+
+/// What a pipeline run did: each step's result, what was published and what a device would experience.
+public struct PipelineReport: Sendable {
+    public enum Outcome: String, Sendable {
+        /// Every step passed and the publish directory received the new publication.
+        case published
+        /// The publication already matches the inputs; nothing was redone or rewritten.
+        case upToDate = "up_to_date"
+        /// Every listed step passed; the pipeline does not publish.
+        case completed
+        /// A dry run: the file and the source are valid.
+        case validated
+        /// A step failed; the publish directory was not touched.
+        case failed
+    }
+
+    public let name: String
+    public let outcome: Outcome
+    /// Dry run only: whether a run would find the publication up to date.
+    public let upToDate: Bool
+    /// Every step in run order, including skipped and not-run ones.
+    public let steps: [PipelineStepResult]
+    public let publishDirectory: String
+    /// The publication in the publish directory after the run (new or reused); nil when there is none.
+    public let seed: PublishedSeed?
+    public let export: SeedExportReport?
+    public let verification: SeedVerificationReport?
+    public let pack: PackReport?
+    public let rehearsal: RehearsalReport?
+    public let seconds: Double
+
+    /// The failed step, when the run failed.
+    public var failedStep: PipelineStepResult? {
+        steps.first { $0.outcome == .failed }
+    }
+
+    /// The run found nothing wrong.
+    public var passed: Bool { outcome != .failed }
+
+    /// The final JSON Lines object: `{"event":"summary","outcome":…,"steps":[…],…}`.
+    public var summaryJSON: JSONValue {
+        var members = [
+            JSONMember("event", .string("summary")),
+            JSONMember("pipeline", .string(name)),
+            JSONMember("outcome", .string(outcome.rawValue)),
+            JSONMember("steps", .array(steps.map { .object(JSONObject($0.jsonMembers)) })),
+            JSONMember("publish_directory", .string(publishDirectory)),
+            JSONMember("seed", seed?.json ?? .null),
+            JSONMember("rehearsal", rehearsal?.json ?? .null),
+            JSONMember("seconds", PipelineJSON.seconds(seconds)),
+        ]
+        if outcome == .validated { members.append(JSONMember("up_to_date", .bool(upToDate))) }
+        return .object(JSONObject(members))
+    }
+}

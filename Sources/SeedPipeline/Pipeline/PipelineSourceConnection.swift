@@ -1,0 +1,49 @@
+import Foundation
+import SeedArtifacts
+import SynchroServer
+
+/// The source while the steps run: where to export from and whom the rehearsal syncs as. For the embedded source
+/// it owns the reference server, which ``stop()`` shuts down.
+final class PipelineSourceConnection: Sendable {
+    let exportSource: RecordingExportSource
+    let rehearsalServer: String
+    /// The rehearsal user's credential; nil when a server source has none (the pipeline does not rehearse).
+    let rehearsalCredential: String?
+    private let embedded: EmbeddedReferenceServer?
+
+    /// Starts the embedded server (its database in `scratch`) or connects to the server source.
+    init(
+        _ definition: PipelineDefinition, probe: PipelineSourceProbe, scratch: String,
+        wrap: (@Sendable (any SeedExportSource) -> any SeedExportSource)?
+    ) throws(PipelineError) {
+        switch definition.source {
+        case .embedded(_, let rows):
+            let server = try EmbeddedReferenceServer(
+                dataset: probe.dataset!, rows: rows,
+                databasePath: URL(fileURLWithPath: scratch).appendingPathComponent("server.db").path,
+                user: definition.rehearsal.user ?? "pipeline")
+            embedded = server
+            rehearsalServer = server.baseURL
+            rehearsalCredential = server.userToken
+            do throws(PipelineError) {
+                exportSource = RecordingExportSource(
+                    try PipelineSourceProbe.exportSource(
+                        url: server.baseURL, operatorToken: server.operatorToken, wrap: wrap))
+            } catch {
+                server.stop()
+                throw error
+            }
+        case .server(let server):
+            embedded = nil
+            rehearsalServer = server.url
+            rehearsalCredential = server.userToken?.value
+            exportSource = RecordingExportSource(
+                try PipelineSourceProbe.exportSource(
+                    url: server.url, operatorToken: server.operatorToken.value, wrap: wrap))
+        }
+    }
+
+    func stop() {
+        embedded?.stop()
+    }
+}

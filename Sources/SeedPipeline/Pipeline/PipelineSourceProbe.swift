@@ -1,0 +1,89 @@
+import Foundation
+import SeedArtifacts
+import SynchroClient
+import SynchroProtocol
+import SynchroServer
+
+/// What the runner learns about a source before any step: it is usable, the scopes the definition names are
+/// portable there, and what the reuse rule compares.
+struct PipelineSourceProbe {
+    let inputs: PipelineInputs
+    /// The server source's current state (from a fresh export manifest); nil for the embedded source, whose
+    /// content is fixed by its dataset files.
+    let state: PipelineSourceState?
+    /// The embedded source's dataset.
+    let dataset: Dataset?
+
+    /// Loads the embedded dataset, or asks the server for its schema and a fresh export manifest (which the
+    /// reference server records as an export; upstream's manifest function is read-only). Nothing local is written.
+    static func probe(
+        _ definition: PipelineDefinition, wrap: (@Sendable (any SeedExportSource) -> any SeedExportSource)?
+    ) throws(PipelineError) -> PipelineSourceProbe {
+        switch definition.source {
+        case .embedded(let path, _):
+            let dataset: Dataset
+            do {
+                dataset = try Dataset(directory: URL(fileURLWithPath: path))
+            } catch {
+                throw .invalidDataset(path: path, error)
+            }
+            let portable = dataset.portableScopes
+            for scope in definition.scopes ?? [] where !portable.contains(where: { $0.exactlyEquals(scope) }) {
+                throw .scopeNotPortable(scope)
+            }
+            return PipelineSourceProbe(
+                inputs: PipelineInputs(definition: definition, datasetFiles: PipelineInputs.datasetFiles(path)),
+                state: nil, dataset: dataset)
+        case .server(let server):
+            let source = try exportSource(url: server.url, operatorToken: server.operatorToken.value, wrap: wrap)
+            let export: SeedExportManifest
+            do {
+                export = try currentExport(source, pageLimit: definition.pageLimit)
+            } catch {
+                throw .source(error)
+            }
+            for scope in definition.scopes ?? [] where export.scope(scope) == nil {
+                throw .scopeNotPortable(scope)
+            }
+            return PipelineSourceProbe(
+                inputs: PipelineInputs(definition: definition, datasetFiles: [:]),
+                state: PipelineSourceState(export: export, scopes: definition.scopes), dataset: nil)
+        }
+    }
+
+    /// The server's schema manifest (checked to be valid) and a fresh export manifest.
+    private static func currentExport(
+        _ source: any SeedExportSource, pageLimit: Int64
+    ) throws(SeedExportError) -> SeedExportManifest {
+        let schema = try source.schemaManifest()
+        do {
+            _ = try ClientManifest(bytes: schema)
+        } catch {
+            throw .schemaManifest(rule: "\(error)")
+        }
+        let bytes = try source.exportManifest(pageLimit: pageLimit)
+        let json: JSONValue
+        do {
+            json = try StrictJSONParser().parse(bytes)
+        } catch {
+            throw .malformedJSON(route: "export manifest", rule: error.rule.rawValue, offset: error.offset)
+        }
+        do {
+            return try SeedExportManifest(json: json)
+        } catch {
+            throw .exportManifest(error)
+        }
+    }
+
+    static func exportSource(
+        url: String, operatorToken: String, wrap: (@Sendable (any SeedExportSource) -> any SeedExportSource)?
+    ) throws(PipelineError) -> any SeedExportSource {
+        let source: HTTPExportSource
+        do {
+            source = try HTTPExportSource(baseURL: url, operatorToken: operatorToken)
+        } catch {
+            throw .source(error)
+        }
+        return wrap?(source) ?? source
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import SeedArtifacts
+import Synchronization
+import SynchroProtocol
+
+/// `seedkit pack FILE`: one zstd frame with content size and checksum, published atomically (see docs/cli.md).
+enum PackCommand {
+    static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
+        let arguments = try Arguments(
+            words, flags: ["force", "json"], valued: ["out", "level", "workers", "max-output-bytes"])
+        try arguments.requirePositionals(atMost: 1, atLeast: 1)
+        let input = arguments.positionals[0]
+        var options = PackOptions(overwrite: arguments.flags.contains("force"))
+        if let level = arguments.values["level"] {
+            guard let value = Int32(level) else { throw Arguments.UsageError(message: "--level needs an integer") }
+            options.level = value
+        }
+        if let workers = arguments.values["workers"] {
+            guard let value = Int(workers) else { throw Arguments.UsageError(message: "--workers needs an integer") }
+            options.workers = value
+        }
+        if let limit = try PackOutput.byteCount(arguments, "max-output-bytes") { options.maximumOutputBytes = limit }
+        let output = arguments.values["out"] ?? input + ".zst"
+        let display = PackOutput(command: "pack", input: input, json: arguments.flags.contains("json"))
+        options.progress = display.progress
+
+        let clock = ContinuousClock()
+        let start = clock.now
+        do throws(PackError) {
+            let report = try SeedPacker.pack(input, to: output, options: options)
+            return display.success(
+                report, database: input, frame: output, written: output, elapsed: start.duration(to: clock.now))
+        } catch {
+            return display.failure(error)
+        }
+    }
+}
+
+/// What `pack` and `unpack` print: a summary with `sha256sum`-style digest lines, or one canonical JSON
+/// object with `--json`; progress on standard error when it is a terminal. Never file contents.
+struct PackOutput: Sendable {
+    /// `pack` or `unpack`.
+    let command: String
+    let input: String
+    let json: Bool
+
+    /// Whether a progress line is on the terminal without its newline yet.
+    private let progressLineOpen = ProgressLineState()
+
+    init(command: String, input: String, json: Bool) {
+        self.command = command
+        self.input = input
+        self.json = json
+    }
+
+    /// Percent lines on a terminal; nil otherwise, so nothing is computed for a pipe.
+    var progress: (@Sendable (PackProgress) -> Void)? {
+        guard !json, isatty(STDERR_FILENO) == 1 else { return nil }
+        let (verb, input, lineOpen) = (command + "ing", input, progressLineOpen)
+        return { progress in
+            let total = progress.totalBytes
+            guard total > 0 else { return }
+            let done = progress.processedBytes >= total
+            Terminal.err("\r\(verb) \(input): \(progress.processedBytes * 100 / total)%" + (done ? "\n" : ""))
+            lineOpen.flag.store(!done, ordering: .relaxed)
+        }
+    }
+
+    func success(
+        _ report: PackReport, database: String, frame: String, written: String, elapsed: Duration
+    ) -> ExitStatus {
+        let ratio = (report.ratio * 1000).rounded() / 1000
+        if json {
+            let members: [(String, JSONValue)] = [
+                ("command", .string(command)),
+                ("output", .string(written)),
+                ("uncompressed", Self.side(database, report.uncompressedBytes, report.uncompressedSHA256)),
+                ("compressed", Self.side(frame, report.compressedBytes, report.compressedSHA256)),
+                ("ratio", JSONNumber(ratio).map(JSONValue.number) ?? .null),
+                ("level", report.level.map { .number(JSONNumber(Int64($0))) } ?? .null),
+            ]
+            return JSONLines.write(members) ? .success : .checkFailed
+        }
+        let level = report.level.map { ", level \($0)" } ?? ""
+        let parts = elapsed.components
+        let seconds = ((Double(parts.seconds) + Double(parts.attoseconds) / 1e18) * 100).rounded() / 100
+        Terminal.out("""
+            \(command)ed \(input) into \(written): \(report.uncompressedBytes) bytes \
+            uncompressed, \(report.compressedBytes) compressed (ratio \(ratio)\(level)) in \(seconds) s
+            \(report.uncompressedSHA256)  \(database)
+            \(report.compressedSHA256)  \(frame)
+
+            """)
+        return .success
+    }
+
+    /// Input problems and refusals exit 2; a failing system call (disk full, permission) exits 1.
+    func failure(_ error: PackError) -> ExitStatus {
+        if json {
+            _ = JSONLines.write([
+                ("error", .object(JSONObject(["rule": .string(error.rule), "message": .string(error.message)]))),
+            ])
+        }
+        let newline = progressLineOpen.flag.exchange(false, ordering: .relaxed) ? "\n" : ""
+        Terminal.err(newline + "seedkit: cannot \(command) \(input) (\(error.rule)): \(error.message)\n")
+        return error.rule == "io" ? .checkFailed : .invalidInput
+    }
+
+    private static func side(_ path: String, _ bytes: Int64, _ sha256: String) -> JSONValue {
+        .object(JSONObject([
+            "path": .string(path), "bytes": .number(JSONNumber(bytes)), "sha256": .string(sha256),
+        ]))
+    }
+
+    /// A byte count option: an integer, optionally with a binary suffix `K`, `M`, `G` or `T` (`4G` = 4 GiB).
+    static func byteCount(_ arguments: Arguments, _ name: String) throws(Arguments.UsageError) -> Int64? {
+        guard var text = arguments.values[name] else { return nil }
+        var shift: Int64 = 0
+        if let suffix = text.last, let power = ["K": 10, "M": 20, "G": 30, "T": 40][suffix.uppercased()] {
+            shift = Int64(power)
+            text.removeLast()
+        }
+        guard let value = Int64(text), value > 0, value <= Int64.max >> shift else {
+            throw Arguments.UsageError(message: "--\(name) needs a positive byte count (such as 1048576 or 4G)")
+        }
+        return value << shift
+    }
+}
+
+/// Shared between the progress handler and the failure report.
+final class ProgressLineState: Sendable {
+    let flag = Atomic<Bool>(false)
+}

@@ -1,0 +1,358 @@
+import Foundation
+import SeedArtifacts
+import SeedPipeline
+import Synchronization
+import SynchroClient
+import SynchroProtocol
+
+/// `seedkit pipeline run FILE`: builds a seed as the pipeline file says — export, verify, pack, install,
+/// rehearse, publish — and reports each step (docs/pipelines.md). Exit status 0 when every step passed (or the
+/// publication is up to date, or a dry run found the file and source valid), 1 when a check failed, 2 for an
+/// invalid pipeline file or usage.
+enum PipelineCommand {
+    static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
+        guard words.first == "run" else {
+            throw Arguments.UsageError(message: "pipeline needs a subcommand: pipeline run FILE")
+        }
+        let arguments = try Arguments(Array(words.dropFirst()), flags: ["json", "dry-run", "force", "quiet", "verbose"])
+        try arguments.requirePositionals(atMost: 1, atLeast: 1)
+        let flags = arguments.flags
+        guard !(flags.contains("quiet") && flags.contains("verbose")) else {
+            throw Arguments.UsageError(message: "--quiet and --verbose exclude each other")
+        }
+        let output = PipelineOutput(
+            json: flags.contains("json"), quiet: flags.contains("quiet"), verbose: flags.contains("verbose"))
+        let definition: PipelineDefinition
+        do {
+            definition = try PipelineDefinition.load(file: arguments.positionals[0])
+        } catch {
+            output.error(rule: error.rule, member: error.member, message: "invalid pipeline file: \(error)")
+            return .invalidInput
+        }
+        output.begin(definition, dryRun: flags.contains("dry-run"))
+        let options = PipelineRunOptions(dryRun: flags.contains("dry-run"), force: flags.contains("force"))
+        do {
+            let report = try PipelineRunner.run(definition, options: options, events: output.handler)
+            output.finish(report)
+            return report.passed ? .success : .checkFailed
+        } catch {
+            output.error(rule: error.rule, member: nil, message: "pipeline \(definition.name): \(error)")
+            return error.isInvalidInput ? .invalidInput : .checkFailed
+        }
+    }
+}
+
+/// What `pipeline run` prints. With `--json`: one canonical JSON line per step start and finish and a final
+/// summary line on standard output. Otherwise: a progress line on standard error while it is a terminal, the
+/// summary table and the publication on standard output (`--verbose` adds a line per step as it finishes,
+/// `--quiet` keeps only the result line), failures on standard error.
+private final class PipelineOutput: Sendable {
+    let json: Bool
+    let quiet: Bool
+    let verbose: Bool
+    private let progress: PipelineProgressLine?
+
+    init(json: Bool, quiet: Bool, verbose: Bool) {
+        self.json = json
+        self.quiet = quiet
+        self.verbose = verbose
+        progress = !json && !quiet && isatty(STDERR_FILENO) == 1 ? PipelineProgressLine() : nil
+    }
+
+    func begin(_ definition: PipelineDefinition, dryRun: Bool) {
+        guard !dryRun else { return }
+        progress?.preparing(definition.source.kind == "embedded"
+            ? "starting the embedded reference server" : "asking the server for its export manifest")
+    }
+
+    var handler: @Sendable (PipelineEvent) -> Void {
+        { [self] event in
+            if json {
+                if let object = event.json { Self.line(object) }
+                return
+            }
+            progress?.show(event)
+            if verbose, case .stepFinished(let result) = event {
+                Terminal.out(PipelineText.stepLine(result) + "\n")
+            } else if verbose, case .sourceReady(let kind, let seconds) = event {
+                Terminal.out("\(kind) source ready in \(PipelineText.seconds(seconds))\n")
+            }
+        }
+    }
+
+    func finish(_ report: PipelineReport) {
+        progress?.clear()
+        if json {
+            Self.line(report.summaryJSON)
+        } else {
+            if !quiet { Terminal.out(PipelineText.report(report, verbose: verbose)) }
+            Terminal.out(PipelineText.result(report))
+        }
+        if let failed = report.failedStep, let failure = failed.failure {
+            Terminal.err("seedkit: pipeline \(report.name) failed at \(failed.step.rawValue): \(failure.rule): "
+                + "\(failure.message)\n")
+            for finding in failure.findings.prefix(20) { Terminal.err("  \(finding)\n") }
+            Terminal.err("the publish directory \(report.publishDirectory) was not changed\n")
+        }
+    }
+
+    func error(rule: String, member: String?, message: String) {
+        progress?.clear()
+        if json {
+            Self.line(.object(JSONObject([
+                JSONMember("event", .string("error")), JSONMember("rule", .string(rule)),
+                JSONMember("member", member.map(JSONValue.string) ?? .null), JSONMember("message", .string(message)),
+            ])))
+        }
+        Terminal.err("seedkit: \(message)\n")
+    }
+
+    private static func line(_ value: JSONValue) {
+        // Events hold names, counts and rules only; encoding cannot fail, and a failure would drop one line.
+        guard let bytes = try? CanonicalJSON.encode(value) else { return }
+        Terminal.out(bytes: bytes + [0x0A])
+    }
+}
+
+/// The progress line on standard error (only ever created when it is a terminal): the step, its count against
+/// the expected total, the rate, the time left, and the time the step has taken, redrawn twice a second so a
+/// step without counts (verify, install, a rebuild comparison) still shows it is working.
+private final class PipelineProgressLine: Sendable {
+    private struct State {
+        /// What is running: a step's label, the source being prepared, or empty between steps.
+        var label = ""
+        var step: PipelineStep?
+        var started = ContinuousClock.now
+        var progress: PipelineProgress?
+        var lastDraw = ContinuousClock.now - .seconds(1)
+    }
+
+    private let state = Mutex(State())
+    /// Set once the line is cleared for good; nothing is drawn after that.
+    private let finished = Mutex(false)
+
+    init() {
+        Thread.detachNewThread { [self] in
+            while tick() { Thread.sleep(forTimeInterval: 0.5) }
+        }
+    }
+
+    func preparing(_ what: String) {
+        update { $0 = State(label: what) }
+    }
+
+    func show(_ event: PipelineEvent) {
+        switch event {
+        case .sourceReady:
+            update { $0 = State() }
+        case .stepStarted(let step):
+            update { $0 = State(label: Self.label(step), step: step) }
+        case .progress(let step, let progress):
+            update(throttled: true) { state in
+                guard state.step == step else { return }
+                state.progress = progress
+            }
+        case .stepFinished:
+            update { $0 = State() }
+        }
+    }
+
+    /// Clears the line and stops redrawing.
+    func clear() {
+        state.withLock { _ in
+            finished.withLock { $0 = true }
+            Terminal.err("\r\u{1B}[K")
+        }
+    }
+
+    /// Redraws from the ticker; false once the display is finished.
+    private func tick() -> Bool {
+        state.withLock { state in
+            guard !finished.withLock({ $0 }) else { return false }
+            Self.draw(&state)
+            return true
+        }
+    }
+
+    private func update(throttled: Bool = false, _ change: (inout State) -> Void) {
+        state.withLock { state in
+            guard !finished.withLock({ $0 }) else { return }
+            change(&state)
+            guard !throttled || ContinuousClock.now - state.lastDraw >= .milliseconds(100) else { return }
+            Self.draw(&state)
+        }
+    }
+
+    private static func draw(_ state: inout State) {
+        let label = state.label
+        let now = ContinuousClock.now
+        state.lastDraw = now
+        guard !label.isEmpty else {
+            Terminal.err("\r\u{1B}[K")
+            return
+        }
+        let elapsed = PipelineText.seconds(between: state.started, and: now)
+        var line = label
+        if let progress = state.progress { line += "  " + text(progress, elapsed: elapsed) }
+        Terminal.err("\r\u{1B}[K\(line)  \(PipelineText.seconds(elapsed))")
+    }
+
+    private static func label(_ step: PipelineStep) -> String {
+        let index = PipelineStep.allCases.firstIndex(of: step)! + 1
+        return "[\(index)/\(PipelineStep.allCases.count)] \(step.rawValue)"
+    }
+
+    /// `45,000/100,040 rows 44%  12,345 rows/s  ~4.45 s left`, or `12.1/33.2 MB 36%  …` for bytes.
+    private static func text(_ progress: PipelineProgress, elapsed: Double) -> String {
+        let rows = progress.unit == .rows
+        let amount = { (value: Int64) in rows ? PipelineText.count(value) : PipelineText.bytes(value) }
+        let rate = elapsed > 0 ? Double(progress.done) / elapsed : 0
+        guard let total = progress.total, total > 0 else {
+            return amount(progress.done) + (rows ? " rows" : "")
+        }
+        let percent = min(100, progress.done * 100 / total)
+        var line = "\(amount(progress.done))/\(amount(total))\(rows ? " rows" : "")  \(percent)%"
+        if rate > 0, progress.done < total {
+            line += "  \(amount(Int64(rate)))\(rows ? " rows" : "")/s"
+            line += "  ~\(PipelineText.seconds(Double(total - progress.done) / rate)) left"
+        }
+        return line
+    }
+}
+
+/// Text renderings shared by `pipeline run` and `rehearse`.
+enum PipelineText {
+    /// `100,040`.
+    static func count(_ value: Int64) -> String {
+        let digits = String(value.magnitude)
+        var grouped = ""
+        for (index, digit) in digits.enumerated() {
+            if index > 0 && (digits.count - index) % 3 == 0 { grouped.append(",") }
+            grouped.append(digit)
+        }
+        return (value < 0 ? "-" : "") + grouped
+    }
+
+    /// `33.2 MB` (powers of 1000), `812 B`.
+    static func bytes(_ value: Int64) -> String {
+        let units = ["B", "kB", "MB", "GB", "TB"]
+        var amount = Double(value)
+        var unit = 0
+        while amount >= 1000 && unit < units.count - 1 {
+            amount /= 1000
+            unit += 1
+        }
+        return unit == 0 ? "\(value) B" : String(format: "%.1f %@", amount, units[unit])
+    }
+
+    /// `0.42 s`, `12.3 s`, `2 min 5 s`.
+    static func seconds(_ value: Double) -> String {
+        if value < 10 { return String(format: "%.2f s", value) }
+        if value < 60 { return String(format: "%.1f s", value) }
+        let whole = Int(value.rounded())
+        return "\(whole / 60) min \(whole % 60) s"
+    }
+
+    static func seconds(between start: ContinuousClock.Instant, and end: ContinuousClock.Instant) -> Double {
+        let elapsed = end - start
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+
+    static func stepLine(_ result: PipelineStepResult) -> String {
+        var line = "\(result.step.rawValue): \(result.outcome.rawValue)"
+        if let rows = result.rows { line += ", \(count(rows)) rows" }
+        if let bytes = result.bytes { line += ", \(self.bytes(bytes))" }
+        line += ", \(seconds(result.seconds))"
+        if let failure = result.failure { line += " — \(failure.rule): \(failure.message)" }
+        return line
+    }
+
+    /// The summary table, the rehearsal and the publication.
+    static func report(_ report: PipelineReport, verbose: Bool) -> String {
+        // Reused and planned steps have no rows, sizes or times: the closing line names them instead.
+        let ran = report.outcome != .upToDate && report.outcome != .validated
+        var text = ran ? table(report.steps) : ""
+        if let rehearsal = report.rehearsal { text += "\n" + self.rehearsal(rehearsal) }
+        if let verification = report.verification, verbose {
+            text += "\nverification: \(verification.checks) checks, "
+                + "\(count(Int64(verification.rows))) rows re-digested, \(verification.findings.count) findings\n"
+        }
+        if let seed = report.seed { text += (text.isEmpty ? "" : "\n") + publication(seed) }
+        return text
+    }
+
+    static func table(_ steps: [PipelineStepResult]) -> String {
+        let rows = [["step", "outcome", "rows", "size", "time"]] + steps.map { result in
+            let ran = result.outcome == .passed || result.outcome == .failed
+            return [
+                result.step.rawValue, result.outcome.rawValue, result.rows.map(count) ?? "",
+                result.bytes.map(bytes) ?? "", ran ? seconds(result.seconds) : "",
+            ]
+        }
+        let widths = (0..<5).map { column in rows.map { $0[column].count }.max() ?? 0 }
+        return rows.map { row in
+            row.enumerated().map { column, cell in
+                let padding = String(repeating: " ", count: widths[column] - cell.count)
+                return column >= 2 ? padding + cell : cell + padding
+            }.joined(separator: "  ").replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression)
+        }.joined(separator: "\n") + "\n"
+    }
+
+    /// What a device experienced on its first sync after installing the seed.
+    static func rehearsal(_ report: RehearsalReport) -> String {
+        var text = "rehearsal (\(report.passed ? "passed" : "failed")): a device installing the seed starts with "
+            + "\(count(report.seededRows)) rows\n"
+        let width = report.scopes.map(\.id.count).max() ?? 0
+        for scope in report.scopes {
+            text += "  \(scope.id.padding(toLength: width, withPad: " ", startingAt: 0))  "
+                + "\(count(scope.seededRows)) seeded rows, \(scope.outcome)\n"
+        }
+        text += "  first sync: " + requests(report.firstSync) + ", \(count(Int64(report.firstSync.rowsApplied))) rows "
+            + "applied after the seed"
+        if !report.firstSync.scopesRebuilt.isEmpty {
+            text += " (rebuilt: \(report.firstSync.scopesRebuilt.joined(separator: ", ")))"
+        }
+        text += "\n"
+        if let rebuild = report.rebuild {
+            text += "  without the seed: " + requests(rebuild) + ", \(count(Int64(rebuild.rowsApplied))) rows\n"
+        }
+        return text
+    }
+
+    static func requests(_ summary: SyncSummary) -> String {
+        "\(summary.connectRequests) connect, \(summary.pullRequests) pull, \(summary.pushRequests) push, "
+            + "\(summary.rebuildRequests) rebuild requests"
+    }
+
+    /// Where the publication is and what it holds.
+    static func publication(_ seed: PublishedSeed) -> String {
+        var text = "published in \(seed.directory):\n"
+        let width = seed.files.map(\.name.count).max() ?? 0
+        for file in seed.files {
+            text += "  \(file.name.padding(toLength: width, withPad: " ", startingAt: 0))  "
+                + "\(bytes(file.bytes)) (\(count(file.bytes)) bytes)  sha256 \(file.sha256)\n"
+        }
+        text += "  evidence.json, SHA256SUMS\n"
+        let scopes = "\(seed.scopes.count) portable scope\(seed.scopes.count == 1 ? "" : "s")"
+        text += "seed: \(count(seed.rows)) rows in \(scopes), schema version \(seed.schemaVersion)\n"
+        for scope in seed.scopes {
+            text += "  \(scope.id): \(count(scope.cardinality)) rows, checksum \(scope.checksum)\n"
+        }
+        return text
+    }
+
+    /// The closing line.
+    static func result(_ report: PipelineReport) -> String {
+        switch report.outcome {
+        case .published: "published \(report.name) to \(report.publishDirectory) in \(seconds(report.seconds))\n"
+        case .upToDate:
+            "up to date: \(report.publishDirectory) already holds this publication; nothing was redone or rewritten\n"
+        case .completed: "every step passed (the pipeline does not publish)\n"
+        case .validated:
+            "pipeline \(report.name) is valid; steps: "
+                + report.steps.filter { $0.outcome != .skipped }.map(\.step.rawValue).joined(separator: ", ")
+                + (report.upToDate ? "; the publication is up to date\n" : "; a run would build a new publication\n")
+        case .failed: "pipeline \(report.name) failed; nothing was published\n"
+        }
+    }
+}

@@ -1,0 +1,18 @@
+import SynchroClient
+
+/// `seedkit rebuild --db FILE [--scope ID …] --server URL --token-env VAR`: one sync cycle that, after connect and
+/// push, starts a new rebuild attempt of the named scopes (every assigned scope without `--scope`) through the
+/// engine's durable rebuild path, then pulls to the head (``SyncCycle/run(rebuilding:)``). The store must exist.
+enum RebuildCommand {
+    static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
+        let arguments = try Arguments(words, flags: ["json"], valued: SyncSession.options.union(["scope"]))
+        let options = try SyncSession.Options(arguments, command: "rebuild")
+        let scopes = arguments.allValues["scope"]
+        guard scopes?.allSatisfy({ !$0.isEmpty }) ?? true else {
+            throw Arguments.UsageError(message: "--scope needs a scope ID")
+        }
+        return SyncSession.run(options, createStore: false) { cycle, output throws(SyncCycleError) in
+            output.summary(try cycle.run(rebuilding: scopes))
+        }
+    }
+}

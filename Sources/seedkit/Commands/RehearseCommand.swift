@@ -1,0 +1,87 @@
+import Foundation
+import SeedArtifacts
+import SeedPipeline
+import SynchroProtocol
+
+/// `seedkit rehearse SEED.db[.zst] --server URL --token-env VAR`: installs a copy of the seed in a temporary
+/// directory exactly as a device would, runs its first sync as the test user whose credential the variable holds,
+/// and prints what the device experienced. Exit status 0 when every seeded scope continued from the seed and
+/// verified (and matched a fresh rebuild with `--rebuild-compare`), 1 when not, 2 for usage or an unusable file.
+enum RehearseCommand {
+    static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
+        let arguments = try Arguments(
+            words, flags: ["rebuild-compare", "json"], valued: ["server", "token-env", "page-limit", "app-version"])
+        try arguments.requirePositionals(atMost: 1, atLeast: 1)
+        guard let server = arguments.values["server"], server.hasPrefix("http://") || server.hasPrefix("https://")
+        else {
+            throw Arguments.UsageError(message: "rehearse needs --server http(s)://HOST:PORT")
+        }
+        guard let variable = arguments.values["token-env"], !variable.isEmpty else {
+            throw Arguments.UsageError(
+                message: "rehearse needs --token-env VAR (the variable holding the test user's token)")
+        }
+        guard let token = ProcessInfo.processInfo.environment[variable], !token.isEmpty else {
+            throw Arguments.UsageError(message: "the environment variable \(variable) (--token-env) is not set")
+        }
+        var options = RehearsalOptions(
+            server: server, credential: token, rebuildCompare: arguments.flags.contains("rebuild-compare"))
+        if let text = arguments.values["page-limit"] {
+            guard let limit = Int64(text), (1...1000).contains(limit) else {
+                throw Arguments.UsageError(message: "--page-limit needs a count in 1…1000")
+            }
+            options.pageLimit = limit
+        }
+        if let version = arguments.values["app-version"] {
+            guard SemanticVersion(version) != nil else {
+                throw Arguments.UsageError(message: "--app-version needs a SemVer version")
+            }
+            options.appVersion = version
+        }
+        let json = arguments.flags.contains("json")
+        let seed = arguments.positionals[0]
+        do {
+            let outcome = try SeedFileRehearsal.run(seed: seed, options: options)
+            print(outcome, seed: seed, json: json)
+            return outcome.rehearsal.passed ? .success : .checkFailed
+        } catch {
+            if json {
+                let object = JSONValue.object(JSONObject([
+                    JSONMember("error", .object(JSONObject([
+                        JSONMember("rule", .string(error.rule)), JSONMember("message", .string(error.description)),
+                    ])))
+                ]))
+                Terminal.out(bytes: ((try? CanonicalJSON.encode(object)) ?? []) + [0x0A])
+            }
+            Terminal.err("seedkit: rehearse failed: \(error)\n")
+            for finding in (error.installFindings).prefix(20) { Terminal.err("  \(finding)\n") }
+            return error.isInvalidInput ? .invalidInput : .checkFailed
+        }
+    }
+
+    private static func print(_ outcome: SeedFileRehearsal.Outcome, seed: String, json: Bool) {
+        let rehearsal = outcome.rehearsal
+        if json {
+            var members = rehearsal.json.objectValue?.members ?? []
+            members.append(JSONMember("seed", .string(seed)))
+            members.append(JSONMember("install", .object(JSONObject([
+                JSONMember("checks", .number(JSONNumber(Int64(outcome.install.verification.checks)))),
+                JSONMember("rows", .number(JSONNumber(Int64(outcome.install.verification.rows)))),
+            ]))))
+            Terminal.out(bytes: ((try? CanonicalJSON.encode(.object(JSONObject(members)))) ?? []) + [0x0A])
+            return
+        }
+        Terminal.out("installed \(seed) as a device would (\(outcome.install.verification.checks) checks passed)\n")
+        Terminal.out(PipelineText.rehearsal(rehearsal))
+        Terminal.out(rehearsal.passed
+            ? "rehearsal passed: every seeded scope continued from the seed and verified\n"
+            : "rehearsal failed: a device would not continue every seeded scope from the seed\n")
+    }
+}
+
+extension SeedFileRehearsalError {
+    /// The verifier's findings when the seed failed the install checks.
+    fileprivate var installFindings: [SeedFinding] {
+        if case .install(let error) = self { return error.findings }
+        return []
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import SeedPipeline
+import SynchroClient
+import SynchroProtocol
+
+/// `seedkit validate --db FILE [--server URL --token-env VAR] [--json]`: every consistency check of a client
+/// store, from ``StoreValidator``, without changing the file. With `--server`, each scope's stored checksum is
+/// also compared with the server's through one unapplied pull. Exit 0 when every check holds, 1 with findings,
+/// 2 for a wrong invocation or a missing file.
+enum ValidateCommand {
+    static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
+        let arguments = try Arguments(words, flags: ["json"], valued: ["db", "server", "token-env", "app-version"])
+        guard arguments.positionals.isEmpty else {
+            throw Arguments.UsageError(message: "validate takes no positional arguments")
+        }
+        guard let path = arguments.values["db"], !path.isEmpty else {
+            throw Arguments.UsageError(message: "validate needs --db FILE")
+        }
+        let server = try serverOptions(arguments)
+        guard FileManager.default.fileExists(atPath: path) else {
+            Terminal.err("seedkit: cannot validate: \(path) does not exist\n")
+            return .invalidInput
+        }
+        let validator = StoreValidator(path: path)
+        let validation: StoreValidation
+        do {
+            if let server {
+                let transport = try HTTPSyncTransport(
+                    baseURL: server.url, credential: server.token, appVersion: server.appVersion)
+                validation = try validator.validate(against: transport)
+            } else {
+                validation = try validator.validate()
+            }
+        } catch let error as ClientStoreError {
+            Terminal.err("seedkit: cannot read the client store (\(error.rule)): \(error)\n")
+            return .checkFailed
+        } catch {
+            Terminal.err("seedkit: cannot set up the transport: \(error)\n")
+            return .checkFailed
+        }
+        if arguments.flags.contains("json") {
+            guard JSONLines.write(json(validation)) else { return .checkFailed }
+        } else {
+            Terminal.out(text(validation))
+        }
+        return validation.isValid ? .success : .checkFailed
+    }
+
+    /// `--server`, `--token-env` and `--app-version` go together; the secret is read from the environment only.
+    private static func serverOptions(
+        _ arguments: Arguments
+    ) throws(Arguments.UsageError) -> (url: String, token: String, appVersion: String)? {
+        guard let url = arguments.values["server"] else {
+            guard arguments.values["token-env"] == nil else {
+                throw Arguments.UsageError(message: "--token-env needs --server URL")
+            }
+            return nil
+        }
+        guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
+            throw Arguments.UsageError(message: "--server needs an http:// or https:// URL")
+        }
+        guard arguments.values["token-env"] != nil else {
+            throw Arguments.UsageError(message: "--server needs --token-env VAR")
+        }
+        let appVersion = arguments.values["app-version"] ?? "1.0.0"
+        guard SemanticVersion(appVersion) != nil else {
+            throw Arguments.UsageError(message: "--app-version needs a SemVer version")
+        }
+        return (url, try SyncCommand.credential(arguments), appVersion)
+    }
+
+    /// The JSON form documented in docs/cli.md.
+    static func json(_ validation: StoreValidation) -> [(String, JSONValue)] {
+        let findings = validation.findings.map { finding -> JSONValue in
+            var members = [JSONMember("rule", .string(finding.rule))]
+            if let scope = finding.scope { members.append(JSONMember("scope", .string(scope))) }
+            if let table = finding.table { members.append(JSONMember("table", .string(table))) }
+            members.append(JSONMember("message", .string(finding.description)))
+            return .object(JSONObject(members))
+        }
+        let scopes = validation.scopes.map { scope -> JSONValue in
+            .object(JSONObject([
+                JSONMember("scope_id", .string(scope.scopeID)),
+                JSONMember("rows", .number(JSONNumber(Int64(scope.rows)))),
+                JSONMember("has_cursor", .bool(scope.hasCursor)),
+                JSONMember("has_checksum", .bool(scope.hasChecksum)),
+                JSONMember("digest_verified", .bool(scope.digestVerified)),
+                JSONMember("server", scope.server.map { .string($0.rawValue) } ?? .null),
+            ]))
+        }
+        return [
+            ("valid", .bool(validation.isValid)),
+            ("findings", .array(findings)),
+            ("scopes", .array(scopes)),
+            ("newly_assigned_scopes", .array(validation.newlyAssignedScopes.map(JSONValue.string))),
+            ("pending_mutations", .number(JSONNumber(Int64(validation.pendingMutations)))),
+            ("blocking_error", validation.blockingError.map(JSONValue.string) ?? .null),
+            ("migration_journal", .bool(validation.migrationJournal)),
+        ]
+    }
+
+    /// One line per scope, one per finding, then the verdict.
+    static func text(_ validation: StoreValidation) -> String {
+        var lines: [String] = []
+        for scope in validation.scopes {
+            let digest = scope.digestVerified ? "digest verified" : scope.hasChecksum ? "digest FAILED" : "no checksum"
+            lines.append("scope \(scope.scopeID): \(scope.rows) rows, \(digest)"
+                + (scope.server.map { ", server: \($0.rawValue.replacingOccurrences(of: "_", with: " "))" } ?? ""))
+        }
+        for scope in validation.newlyAssignedScopes {
+            lines.append("scope \(scope): newly assigned by the server")
+        }
+        if validation.pendingMutations > 0 { lines.append("pending mutations: \(validation.pendingMutations)") }
+        if let code = validation.blockingError { lines.append("blocking error: \(code)") }
+        if validation.migrationJournal { lines.append("schema migration journal: resumes on the next sync") }
+        for finding in validation.findings {
+            lines.append("FAIL \(finding.rule): \(finding)")
+        }
+        lines.append(validation.isValid ? "ok: the client store is consistent"
+            : "\(validation.findings.count) finding(s)")
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

@@ -1,0 +1,53 @@
+import SeedArtifacts
+import SynchroProtocol
+
+/// `seedkit verify SEED.db|SEED.db.zst [--json]`: every publication check and every device-installer check of a
+/// seed, offline, from ``SeedVerifier/verify(path:options:)``. Exit 0 when the seed passes, 1 with findings, 2 when
+/// the input is not a usable seed file or the invocation is wrong.
+enum VerifyCommand {
+    static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
+        let arguments = try Arguments(words, flags: ["json"])
+        try arguments.requirePositionals(atMost: 1, atLeast: 1)
+        let path = arguments.positionals[0]
+        let asJSON = arguments.flags.contains("json")
+        let report: SeedVerificationReport
+        do {
+            report = try SeedVerifier.verify(path: path)
+        } catch {
+            return SeedReportOutput.unusable(rule: error.rule, message: error.description, asJSON: asJSON)
+        }
+        SeedReportOutput.print(report, asJSON: asJSON, success: "seed verified")
+        return report.ok ? .success : .checkFailed
+    }
+}
+
+/// How `verify` and `install` print a verification report.
+enum SeedReportOutput {
+    /// The report as one canonical JSON line, or one line per finding and a summary.
+    static func print(_ report: SeedVerificationReport, asJSON: Bool, success: String) {
+        if asJSON {
+            Terminal.out(bytes: (try? CanonicalJSON.encode(report.json)) ?? [])
+            Terminal.out("\n")
+            return
+        }
+        for finding in report.findings {
+            Terminal.out("FAIL \(finding)\n")
+        }
+        let summary = "\(report.checks) checks, \(report.rows) rows re-digested"
+        if report.ok {
+            Terminal.out("ok: \(success) (\(summary))\n")
+        } else {
+            Terminal.out("\(report.findings.count) findings (\(summary))\n")
+        }
+    }
+
+    /// Input that is not a usable seed: exit status 2, with `{"error":…}` on standard output under `--json`.
+    static func unusable(rule: String, message: String, asJSON: Bool) -> ExitStatus {
+        if asJSON {
+            Terminal.out(bytes: (try? CanonicalJSON.encode(ToolError(rule: rule, message: message).json)) ?? [])
+            Terminal.out("\n")
+        }
+        Terminal.err("seedkit: \(message)\n")
+        return .invalidInput
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import SynchroProtocol
+import Testing
+import _SeedkitTestSupport
+
+@Suite(.serialized) struct ExportCommandTests {
+    let server: RunningServer
+    let directory: TemporaryDirectory
+
+    init() throws {
+        server = try RunningServer(rows: 150)
+        directory = try TemporaryDirectory(prefix: "seedkit-export-cli")
+    }
+
+    func export(_ extra: [String] = [], token: String? = RunningServer.operatorToken) throws -> SeedkitProcess.Outcome {
+        try SeedkitProcess.run(
+            ["export", "--source", server.baseURL, "--out", directory.path("seed.db"), "--token-env", "TEST_OPERATOR"]
+                + extra,
+            environment: token.map { ["TEST_OPERATOR": $0] } ?? [:])
+    }
+
+    @Test func exportsAVerifiedSeedWithEvidenceAndPrintsNoSecret() throws {
+        let outcome = try export(["--json"])
+        #expect(outcome.status == 0, "\(outcome.stderrText)")
+        let json = try StrictJSONParser().parse(outcome.stdout)
+        let rows = json.objectValue?["rows"]?.numberValue?.exactInt64 ?? 0
+        #expect(rows > 150)
+        let evidence = try StrictJSONParser().parse(
+            Array(try Data(contentsOf: URL(fileURLWithPath: directory.path("seed.db.evidence.json")))))
+        let artifact = evidence.objectValue?["artifacts"]?.arrayValue?.first?.objectValue
+        #expect(artifact?["name"]?.stringValue == "seed.db")
+        #expect(artifact?["sha256"]?.stringValue?.utf8.count == 64)
+        #expect(!outcome.stdoutText.contains(RunningServer.operatorToken))
+        #expect(!outcome.stdoutText.contains("sc1."))
+        #expect(!outcome.stderrText.contains("\u{1B}["))
+    }
+
+    @Test func aSecondExportRefusesToReplaceTheFirstWithoutForce() throws {
+        #expect(try export().status == 0)
+        let before = try Data(contentsOf: URL(fileURLWithPath: directory.path("seed.db")))
+        let again = try export()
+        #expect(again.status == 2)
+        #expect(again.stderrText.contains("output_exists"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: directory.path("seed.db"))) == before)
+        #expect(try export(["--force"]).status == 0)
+    }
+
+    @Test func usageErrorsExitWithStatusTwo() throws {
+        #expect(try export(token: nil).status == 2)
+        #expect(try export(["--page-limit", "0"]).status == 2)
+        #expect(try export(["--scopes", "user:alice"]).status == 2)
+        #expect(try SeedkitProcess.run(["export", "--out", directory.path("x.db")]).status == 2)
+    }
+
+    @Test func aWrongOperatorTokenIsACheckFailureThatNamesTheRefusal() throws {
+        let outcome = try export(token: "not-the-token")
+        #expect(outcome.status == 1)
+        #expect(outcome.stderrText.contains("401"))
+        #expect(!outcome.stderrText.contains("not-the-token"))
+        #expect(!FileManager.default.fileExists(atPath: directory.path("seed.db")))
+    }
+}
+
+@Suite(.serialized) struct ExportCrashTests {
+    @Test(arguments: ["export.page:1", "export.page:3", "export.committed", "export.finalized", "export.verified"])
+    func aKillBeforePublicationLeavesNoOutput(point: String) throws {
+        let server = try RunningServer(rows: 150)
+        let directory = try TemporaryDirectory(prefix: "seedkit-export-crash")
+        let outcome = try SeedkitProcess.run(
+            ["export", "--source", server.baseURL, "--out", directory.path("seed.db"), "--page-limit", "40"],
+            environment: ["SEEDKIT_OPERATOR_TOKEN": RunningServer.operatorToken, "SEEDKIT_CRASH_AT": point])
+        #expect(outcome.status == SIGKILL)
+        #expect(!FileManager.default.fileExists(atPath: directory.path("seed.db")))
+        #expect(!FileManager.default.fileExists(atPath: directory.path("seed.db.evidence.json")))
+        // The next run publishes normally beside whatever temporary the killed run left.
+        let again = try SeedkitProcess.run(
+            ["export", "--source", server.baseURL, "--out", directory.path("seed.db")],
+            environment: ["SEEDKIT_OPERATOR_TOKEN": RunningServer.operatorToken])
+        #expect(again.status == 0, "\(again.stderrText)")
+    }
+
+    @Test func aKillRightAfterPublicationLeavesACompleteVerifiedSeed() throws {
+        let server = try RunningServer(rows: 150)
+        let directory = try TemporaryDirectory(prefix: "seedkit-export-crash")
+        let outcome = try SeedkitProcess.run(
+            ["export", "--source", server.baseURL, "--out", directory.path("seed.db")],
+            environment: ["SEEDKIT_OPERATOR_TOKEN": RunningServer.operatorToken, "SEEDKIT_CRASH_AT": "export.published"])
+        #expect(outcome.status == SIGKILL)
+        let verify = try SeedkitProcess.run(["verify", directory.path("seed.db")])
+        #expect(verify.status == 0, "\(verify.stdoutText)")
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import SynchroProtocol
+import Testing
+import _SeedkitTestSupport
+
+/// `seedkit verify` and `seedkit install` run as a user runs them, on a seed `seedkit export` made from a
+/// reference server.
+@Suite(.serialized) struct VerifyInstallCommandTests {
+    let directory: TemporaryDirectory
+    let seed: String
+
+    init() throws {
+        let server = try RunningServer(rows: 120)
+        directory = try TemporaryDirectory(prefix: "seedkit-verify-cli")
+        seed = directory.path("seed.db")
+        let export = try SeedkitProcess.run(
+            ["export", "--source", server.baseURL, "--out", seed, "--token-env", "TEST_OPERATOR", "--quiet"],
+            environment: ["TEST_OPERATOR": RunningServer.operatorToken])
+        try #require(export.status == 0, "\(export.stderrText)")
+    }
+
+    /// The JSON report of `verify --json` or `install --json`.
+    func report(_ outcome: SeedkitProcess.Outcome) throws -> JSONObject {
+        let json = try StrictJSONParser().parse(Array(outcome.stdout.dropLast()))
+        #expect(outcome.stdout.last == 0x0A)
+        return try #require(json.objectValue)
+    }
+
+    func checks(_ report: JSONObject) -> [String] {
+        (report["findings"]?.arrayValue ?? []).compactMap { $0.objectValue?["check"]?.stringValue }
+    }
+
+    @Test func aCleanSeedVerifiesWithExitZero() throws {
+        let text = try SeedkitProcess.run(["verify", seed])
+        #expect(text.status == 0, "\(text.stdoutText)\(text.stderrText)")
+        #expect(text.stdoutText.hasPrefix("ok: seed verified ("))
+
+        let json = try SeedkitProcess.run(["verify", seed, "--json"])
+        #expect(json.status == 0)
+        let object = try report(json)
+        #expect(object.keys.sorted() == ["checks", "findings", "ok", "rows"])
+        #expect(object["ok"] == .bool(true))
+        #expect(object["findings"] == .array([]))
+        #expect((object["rows"]?.numberValue?.exactInt64 ?? 0) > 120)
+    }
+
+    @Test func aTamperedSeedFailsWithExitOneAndNamesTheCheck() throws {
+        #expect(FileManager.default.createFile(atPath: seed + "-wal", contents: Data([1, 2, 3])))
+        let json = try SeedkitProcess.run(["verify", seed, "--json"])
+        #expect(json.status == 1)
+        let object = try report(json)
+        #expect(object["ok"] == .bool(false))
+        #expect(checks(object).contains("sidecar_present"))
+
+        let text = try SeedkitProcess.run(["verify", seed])
+        #expect(text.status == 1)
+        #expect(text.stdoutText.contains("FAIL sidecar_present"))
+
+        let install = try SeedkitProcess.run(["install", seed, "--to", directory.path("app.db"), "--json"])
+        #expect(install.status == 1)
+        #expect(checks(try report(install)).contains("sidecar_present"))
+        #expect(!FileManager.default.fileExists(atPath: directory.path("app.db")))
+    }
+
+    @Test func installPublishesOnceAndRefusesAnExistingDatabase() throws {
+        let destination = directory.path("app.db")
+        let first = try SeedkitProcess.run(["install", seed, "--to", destination])
+        #expect(first.status == 0, "\(first.stdoutText)\(first.stderrText)")
+        #expect(first.stdoutText.hasPrefix("ok: installed \(destination) ("))
+        let installed = try Data(contentsOf: URL(fileURLWithPath: destination))
+
+        let second = try SeedkitProcess.run(["install", seed, "--to", destination, "--json"])
+        #expect(second.status == 2)
+        let error = try StrictJSONParser().parse(Array(second.stdout.dropLast()))
+        #expect(error.objectValue?["error"]?.objectValue?["rule"]?.stringValue == "destination_exists")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: destination)) == installed)
+    }
+
+    @Test func unusableInputAndUsageErrorsExitWithStatusTwo() throws {
+        let truncated = directory.path("truncated.db")
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: seed))
+        try bytes.prefix(bytes.count / 2 + 512).write(to: URL(fileURLWithPath: truncated))
+        let verify = try SeedkitProcess.run(["verify", truncated, "--json"])
+        #expect(verify.status == 2)
+        let error = try StrictJSONParser().parse(Array(verify.stdout.dropLast()))
+        #expect(error.objectValue?["error"]?.objectValue?["rule"]?.stringValue == "truncated")
+        #expect(try SeedkitProcess.run(["install", truncated, "--to", directory.path("app.db")]).status == 2)
+        #expect(!FileManager.default.fileExists(atPath: directory.path("app.db")))
+
+        #expect(try SeedkitProcess.run(["verify"]).status == 2)
+        #expect(try SeedkitProcess.run(["verify", seed, "--bogus"]).status == 2)
+        #expect(try SeedkitProcess.run(["install", seed]).status == 2)
+        #expect(try SeedkitProcess.run(["verify", directory.path("absent.db")]).status == 2)
+    }
+}
