@@ -7,13 +7,28 @@ struct Arguments {
     /// Every value of each valued option, in order (for repeatable options such as `--token`).
     var allValues: [String: [String]] = [:]
 
-    /// A usage error: what was wrong with the command line.
+    /// A usage error: what was wrong with the command line. `--help` is reported the same way, carrying the
+    /// options the command accepts, so every command's help lists exactly what its parser takes.
     struct UsageError: Error {
         let message: String
+        /// Set when the words asked for help: the accepted options, one per line.
+        var help: String?
+
+        init(message: String, help: String? = nil) {
+            self.message = message
+            self.help = help
+        }
     }
 
     /// Parses `words`; `flags` take no value, `valued` take one (`--name value` or `--name=value`).
     init(_ words: [String], flags allowedFlags: Set<String> = [], valued: Set<String> = []) throws(UsageError) {
+        let beforeSeparator = words.prefix { $0 != "--" }
+        if beforeSeparator.contains("--help") || beforeSeparator.contains("-h") {
+            let lines = allowedFlags.sorted().map { "  --\($0)" } + valued.sorted().map { "  --\($0) VALUE" }
+            throw UsageError(
+                message: "help requested",
+                help: lines.isEmpty ? "no options\n" : "options:\n" + lines.joined(separator: "\n") + "\n")
+        }
         var i = 0
         var onlyPositionals = false
         while i < words.count {

@@ -33,7 +33,8 @@ enum CommandDispatcher {
                                               export, verify, pack, install, rehearse and publish a seed
           rehearse SEED.db[.zst] --server URL --token-env VAR [--rebuild-compare] [--json]
                                               a seed's first sync on a copy installed as a device would
-          help                                this text
+          help [COMMAND]                      this text, or one command's synopsis and options
+          COMMAND --help                      the same for COMMAND
 
         JSON input comes from FILE or standard input; see docs/cli.md.
 
@@ -63,14 +64,48 @@ enum CommandDispatcher {
             case "pipeline": return try PipelineCommand.run(rest)
             case "rehearse": return try RehearseCommand.run(rest)
             case "help", "--help", "-h":
-                Terminal.out(usage)
-                return .success
+                guard let topic = rest.first else {
+                    Terminal.out(usage)
+                    return .success
+                }
+                return help(topic)
             default:
                 throw Arguments.UsageError(message: "unknown command \(command)")
             }
         } catch {
+            if let options = error.help {
+                Terminal.out(synopsis(command) + options)
+                return .success
+            }
             Terminal.err("seedkit: \(error.message)\n\n\(usage)")
             return .invalidInput
         }
+    }
+
+    /// Commands whose first word names a subcommand, and the one whose options `help` shows.
+    private static let subcommands = ["conformance": "vectors", "digest": "push", "pipeline": "run"]
+
+    /// `seedkit help COMMAND`: the command's own `--help`.
+    private static func help(_ command: String) -> ExitStatus {
+        guard !synopsis(command).isEmpty, command != "help" else {
+            Terminal.err("seedkit: no command \(command)\n\n\(usage)")
+            return .invalidInput
+        }
+        return run([command] + (subcommands[command].map { [$0] } ?? []) + ["--help"])
+    }
+
+    /// The usage lines of `command` (its synopsis lines and their descriptions).
+    static func synopsis(_ command: String) -> String {
+        var lines: [Substring] = []
+        var inCommand = false
+        for line in usage.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("  ") && !line.hasPrefix("   ") {
+                inCommand = line.dropFirst(2).split(separator: " ").first.map(String.init) == command
+            } else if !line.hasPrefix("      ") {
+                inCommand = false
+            }
+            if inCommand { lines.append(line) }
+        }
+        return lines.isEmpty ? "" : "usage:\n" + lines.joined(separator: "\n") + "\n"
     }
 }
