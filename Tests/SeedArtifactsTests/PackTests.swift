@@ -85,7 +85,8 @@ struct PackTests {
         let input = try directory.write("seed.db.zst", bytes)
         let before = try listing(directory)
         let error = #expect(throws: PackError.self, sourceLocation: sourceLocation) {
-            try SeedPacker.unpack(input, to: directory.path("seed.db"), options: UnpackOptions(maximumOutputBytes: limit))
+            try SeedPacker.unpack(
+                input, to: directory.path("seed.db"), options: UnpackOptions(maximumOutputBytes: limit))
         }
         if let error { #expect(expected(error), "unexpected \(error)", sourceLocation: sourceLocation) }
         #expect(try listing(directory) == before, sourceLocation: sourceLocation)
@@ -319,7 +320,8 @@ struct PackTests {
         let input = try directory.write("random.bin", Self.mixedBytes(count: 2 << 20))
         #expect(throws: PackError.outputLimitExceeded(limit: 100_000)) {
             try SeedPacker.pack(
-                input, to: directory.path("random.bin.zst"), options: PackOptions(level: 1, maximumOutputBytes: 100_000))
+                input, to: directory.path("random.bin.zst"),
+                options: PackOptions(level: 1, maximumOutputBytes: 100_000))
         }
         #expect(try Self.listing(directory) == ["random.bin"])
     }

@@ -15,23 +15,27 @@ enum VerifyFixtures {
     /// Two exports of the same server state: `first` is the seed under test, `second` another export whose
     /// receipts are bound to a different export ID.
     struct Exports: Sendable {
-        let directory: TemporaryDirectory
         let first: String
         let second: String
         let rows: Int64
     }
 
+    /// Where the exports live for the whole test process; removed when it exits.
+    static let directory = FileManager.default.temporaryDirectory
+        .appendingPathComponent("seedkit-verify-fixture-\(getpid())").path
+
     static let exports: Result<Exports, ExportFailure> = {
         do {
             let server = try RunningServer(dataset: "demo", rows: products)
-            let directory = try TemporaryDirectory(prefix: "seedkit-verify-fixture")
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            atexit { try? FileManager.default.removeItem(atPath: VerifyFixtures.directory) }
+            let first = directory + "/first.db"
+            let second = directory + "/second.db"
             let source = try HTTPExportSource(baseURL: server.baseURL, operatorToken: RunningServer.operatorToken)
             let options = SeedExportOptions(pageLimit: pageLimit)
-            let first = try SeedExporter.export(from: source, to: directory.path("first.db"), options: options)
-            _ = try SeedExporter.export(from: source, to: directory.path("second.db"), options: options)
-            return .success(Exports(
-                directory: directory, first: directory.path("first.db"), second: directory.path("second.db"),
-                rows: first.rows))
+            let report = try SeedExporter.export(from: source, to: first, options: options)
+            _ = try SeedExporter.export(from: source, to: second, options: options)
+            return .success(Exports(first: first, second: second, rows: report.rows))
         } catch {
             return .failure(ExportFailure(description: "\(error)"))
         }
