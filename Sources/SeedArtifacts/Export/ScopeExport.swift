@@ -121,14 +121,9 @@ struct ScopeExport {
         guard let decoded = try? SeedToken.decode(token, expecting: .page),
               let payload = try? SeedPagePayload(token: decoded)
         else { throw .token(scope: scope.id, rule: "invalid_page_token") }
-        guard payload.exportID.exactlyEquals(export.exportID),
-              payload.exportManifestHash.exactlyEquals(export.exportManifestHash),
-              payload.schemaHash.exactlyEquals(export.schemaHash), payload.scopeID.exactlyEquals(scope.id),
-              payload.registryGeneration == UInt64(scope.registryGeneration),
-              payload.membershipGeneration == UInt64(scope.membershipGeneration),
-              payload.retentionGeneration == UInt64(scope.retentionGeneration),
-              String(payload.streamGeneration) == export.streamGeneration,
-              payload.snapshotBoundary == export.snapshotBoundary,
+        guard binds(exportID: payload.exportID, manifestHash: payload.exportManifestHash, schemaHash: payload.schemaHash,
+                    scopeID: payload.scopeID, generations: (payload.registryGeneration, payload.membershipGeneration,
+                    payload.retentionGeneration, payload.streamGeneration), boundary: payload.snapshotBoundary),
               payload.pageLimit == UInt64(export.pageLimit)
         else { throw .token(scope: scope.id, rule: "page_token_binding") }
         guard payload.nextRowOrdinal == UInt64(ordinal) else {
@@ -136,19 +131,28 @@ struct ScopeExport {
         }
     }
 
+    /// The members page tokens and receipts share name exactly this export, scope and snapshot.
+    private func binds(
+        exportID: String, manifestHash: String, schemaHash: String, scopeID: String,
+        generations: (registry: UInt64, membership: UInt64, retention: UInt64, stream: UInt64),
+        boundary: SeedSnapshotBoundary
+    ) -> Bool {
+        exportID.exactlyEquals(export.exportID) && manifestHash.exactlyEquals(export.exportManifestHash)
+            && schemaHash.exactlyEquals(export.schemaHash) && scopeID.exactlyEquals(scope.id)
+            && generations.registry == UInt64(scope.registryGeneration)
+            && generations.membership == UInt64(scope.membershipGeneration)
+            && generations.retention == UInt64(scope.retentionGeneration)
+            && String(generations.stream) == export.streamGeneration && boundary == export.snapshotBoundary
+    }
+
     /// The receipt's payload matches the scope entry it was issued with (`spec/integrity.md` §7.4 item 7).
     private func checkReceipt() throws(SeedExportError) {
         guard let decoded = try? SeedToken.decode(scope.continuation, expecting: .continuation),
               let payload = try? SeedContinuationPayload(token: decoded)
         else { throw .token(scope: scope.id, rule: "invalid_receipt") }
-        guard payload.exportID.exactlyEquals(export.exportID),
-              payload.exportManifestHash.exactlyEquals(export.exportManifestHash),
-              payload.schemaHash.exactlyEquals(export.schemaHash), payload.scopeID.exactlyEquals(scope.id),
-              payload.registryGeneration == UInt64(scope.registryGeneration),
-              payload.membershipGeneration == UInt64(scope.membershipGeneration),
-              payload.retentionGeneration == UInt64(scope.retentionGeneration),
-              String(payload.streamGeneration) == export.streamGeneration,
-              payload.snapshotBoundary == export.snapshotBoundary,
+        guard binds(exportID: payload.exportID, manifestHash: payload.exportManifestHash, schemaHash: payload.schemaHash,
+                    scopeID: payload.scopeID, generations: (payload.registryGeneration, payload.membershipGeneration,
+                    payload.retentionGeneration, payload.streamGeneration), boundary: payload.snapshotBoundary),
               payload.cardinality == UInt64(scope.cardinality),
               payload.checksumDigest.exactlyEquals(scope.checksum.hex)
         else { throw .token(scope: scope.id, rule: "receipt_binding") }

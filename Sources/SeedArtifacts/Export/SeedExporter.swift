@@ -64,8 +64,7 @@ public enum SeedExporter {
             throw .invalidSource(reason: "the page limit must be within 1…1000")
         }
         let publication = try SeedPublication(output: output, overwrite: options.overwrite)
-        let manifest = try schemaManifest(source)
-        let export = try exportManifest(source, pageLimit: options.pageLimit, manifest: manifest)
+        let (manifest, export) = try currentManifests(from: source, pageLimit: options.pageLimit)
         let scopes = try selectedScopes(export, options.scopes)
         events(.started(scopes: scopes.map { ($0.id, $0.cardinality) }))
 
@@ -125,6 +124,16 @@ public enum SeedExporter {
             }
             throw .verification(checks: checks)
         }
+    }
+
+    /// The source's schema manifest and a new export manifest, each strictly decoded and validated, bound
+    /// to the same schema and to `pageLimit`: what an export starts from, and what a pipeline compares
+    /// with a published seed to decide whether it is still current.
+    public static func currentManifests(
+        from source: any SeedExportSource, pageLimit: Int64
+    ) throws(SeedExportError) -> (schema: ClientManifest, export: SeedExportManifest) {
+        let manifest = try schemaManifest(source)
+        return (manifest, try exportManifest(source, pageLimit: pageLimit, manifest: manifest))
     }
 
     private static func schemaManifest(_ source: any SeedExportSource) throws(SeedExportError) -> ClientManifest {

@@ -55,24 +55,7 @@ struct PipelineSourceProbe {
     private static func currentExport(
         _ source: any SeedExportSource, pageLimit: Int64
     ) throws(SeedExportError) -> SeedExportManifest {
-        let schema = try source.schemaManifest()
-        do {
-            _ = try ClientManifest(bytes: schema)
-        } catch {
-            throw .schemaManifest(rule: "\(error)")
-        }
-        let bytes = try source.exportManifest(pageLimit: pageLimit)
-        let json: JSONValue
-        do {
-            json = try StrictJSONParser().parse(bytes)
-        } catch {
-            throw .malformedJSON(route: "export manifest", rule: error.rule.rawValue, offset: error.offset)
-        }
-        do {
-            return try SeedExportManifest(json: json)
-        } catch {
-            throw .exportManifest(error)
-        }
+        try SeedExporter.currentManifests(from: source, pageLimit: pageLimit).export
     }
 
     static func exportSource(

@@ -5,7 +5,7 @@ import SynchroProtocol
 /// Writing: the Swift member names in the order the spec lists them, absent optionals as explicit `null`
 /// (the seed exporter's spelling, which both SDKs decode), and always an `indexes` array.
 /// Reading: unknown members are ignored and `indexes` defaults to empty, as the Swift decoder does.
-enum LocalSchemaJSON {
+public enum LocalSchemaJSON {
     static func encode(_ tables: [LocalSchemaTable]) throws(ClientStoreError) -> String {
         do {
             return try OrderedJSONWriter.encode(.array(tables.map(json)))
@@ -35,8 +35,15 @@ enum LocalSchemaJSON {
 
     // MARK: - Writing
 
+    /// The client's spelling: `composition` null when unknown and always an `indexes` array.
     static func json(_ table: LocalSchemaTable) -> JSONValue {
-        .object(JSONObject([
+        json(table, seedExporterForm: false)
+    }
+
+    /// The seed exporter's spelling when `seedExporterForm` (`spec/seed-format.md` §2.4.1): `composition`
+    /// omitted when unknown and `indexes` omitted when there are none.
+    public static func json(_ table: LocalSchemaTable, seedExporterForm: Bool) -> JSONValue {
+        var members = [
             JSONMember("tableID", .string(table.tableID)),
             JSONMember("relationID", .string(table.relationID)),
             JSONMember("tableName", .string(table.tableName)),
@@ -46,11 +53,16 @@ enum LocalSchemaJSON {
             JSONMember("deletedAtFieldID", optional(table.deletedAtFieldID)),
             JSONMember("updatedAtColumn", .string(table.updatedAtColumn)),
             JSONMember("deletedAtColumn", .string(table.deletedAtColumn)),
-            JSONMember("composition", optional(table.composition)),
-            JSONMember("primaryKey", .array(table.primaryKey.map(JSONValue.string))),
-            JSONMember("columns", .array(table.columns.map(json))),
-            JSONMember("indexes", .array(table.indexes.map(json))),
-        ]))
+        ]
+        if !seedExporterForm || !(table.composition ?? "").isEmpty {
+            members.append(JSONMember("composition", optional(table.composition)))
+        }
+        members.append(JSONMember("primaryKey", .array(table.primaryKey.map(JSONValue.string))))
+        members.append(JSONMember("columns", .array(table.columns.map(json))))
+        if !seedExporterForm || !table.indexes.isEmpty {
+            members.append(JSONMember("indexes", .array(table.indexes.map(json))))
+        }
+        return .object(JSONObject(members))
     }
 
     private static func json(_ column: LocalSchemaColumn) -> JSONValue {
