@@ -23,6 +23,11 @@ struct SyncProcessDeathTests {
         /// The second sync dies once after sealing, the server then expires the generation, and the sync
         /// that renews the sealed batch dies at the named point.
         case renewal
+        /// The server published a class 3 schema (catalog affected) before the second sync.
+        case migration
+        /// The server published a class 4 schema before the second sync, which therefore stops with
+        /// `unsupported`; `sync --schema-reset` dies at the named point and is run again.
+        case reset
     }
 
     /// One boundary and where the scenario reaches it.
@@ -53,6 +58,12 @@ struct SyncProcessDeathTests {
         Case(point: "pull.page", stage: .secondSync),
         Case(point: "pull.page:2", stage: .secondSync),
         Case(point: "push.renewed", stage: .renewal),
+        Case(point: "schema.prepared", stage: .migration),
+        Case(point: "schema.applied", stage: .migration),
+        Case(point: "rebuild.page", stage: .migration),
+        Case(point: "schema.prepared", stage: .reset),
+        Case(point: "schema.applied", stage: .reset),
+        Case(point: "rebuild.final", stage: .reset),
     ]
 
     @Test("a kill at the boundary loses and duplicates nothing, and the next sync is steady", arguments: cases)
@@ -84,7 +95,8 @@ struct SyncProcessDeathTests {
         }
         try world.expectSuccess(world.sql(device, [insert, "crash-a2", "second", "1", Self.localTime]))
         try world.expectSuccess(world.sql(device, [insert, "crash-a3", "third", "0", Self.localTime]))
-        try world.expectSuccess(world.sql(device, ["UPDATE notes SET title = 'edited on the device' WHERE id = ?", note]))
+        try world.expectSuccess(
+            world.sql(device, ["UPDATE notes SET title = 'edited on the device' WHERE id = ?", note]))
         try world.expectSuccess(world.sql(device, ["DELETE FROM tasks WHERE id = ?", task]))
 
         // Another device of the same user writes four notes, so the next pull has several pages.
@@ -106,6 +118,18 @@ struct SyncProcessDeathTests {
             try world.server.engine.inject(.expireClientGeneration(user: "alice", client: clientID))
             try world.expectKilled(world.sync(device, pageLimit: 4, crashAt: crash.point))
             try world.expectValid(device)
+        case .migration:
+            try world.publish(transition: "class_3", affected: ["catalog"], addField: ("tbl_products", "origin"))
+            try world.expectKilled(world.sync(device, pageLimit: 4, crashAt: crash.point))
+            try world.expectValid(device)
+        case .reset:
+            try world.publish(transition: "class_4", removeField: ("tbl_tasks", "fld_task_due"))
+            let refused = try world.sync(device, pageLimit: 4)
+            #expect(refused.status == 1 && refused.stderrText.contains("unsupported"))
+            try world.expectValid(device)
+            try world.expectKilled(world.sync(device, pageLimit: 4, crashAt: crash.point, extra: ["--schema-reset"]))
+            try world.expectValid(device)
+            try world.expectSuccess(world.sync(device, pageLimit: 4, extra: ["--schema-reset"]))
         case .capture, .firstSync:
             break
         }
@@ -173,15 +197,70 @@ final class DeviceWorld {
     }
 
     func sync(
-        _ database: String, pageLimit: Int, crashAt point: String? = nil, json: Bool = false
+        _ database: String, pageLimit: Int, crashAt point: String? = nil, json: Bool = false, extra: [String] = []
     ) throws -> PipelineProcess.Outcome {
         try run(
             ["sync", "--server", server.baseURL, "--db", database, "--token-env", "SEEDKIT_TEST_TOKEN",
-             "--page-limit", String(pageLimit)] + (json ? ["--json"] : []),
+             "--page-limit", String(pageLimit)] + (json ? ["--json"] : []) + extra,
             crashAt: point)
     }
 
-    func sql(_ database: String, _ statement: [String], crashAt point: String? = nil) throws -> PipelineProcess.Outcome {
+    /// Publishes the next version of the served manifest with the operator credential: `addField` adds a
+    /// nullable string field `(table ID, name)`, `removeField` removes `(table ID, field ID)`.
+    func publish(
+        transition: String, affected: [String]? = nil, addField: (String, String)? = nil,
+        removeField: (String, String)? = nil
+    ) throws {
+        let current = try server.send("GET", "/sync/schema", body: [], headers: [])
+        try #require(current.status == 200)
+        let parent = try SchemaManifest(json: current.json)
+        let tables = (current.object["tables"]?.arrayValue ?? []).map { table -> JSONValue in
+            guard let object = table.objectValue, let id = object["table_id"]?.stringValue else { return table }
+            return .object(JSONObject(object.members.map { member -> JSONMember in
+                guard member.key == "fields", var fields = member.value.arrayValue else { return member }
+                if let (tableID, name) = addField, tableID == id {
+                    fields.append(.object(JSONObject([
+                        JSONMember("field_id", .string("fld_added_\(name)")), JSONMember("name", .string(name)),
+                        JSONMember("type", .string("string")), JSONMember("nullable", .bool(true)),
+                        JSONMember("writable", .bool(true)),
+                    ])))
+                }
+                if let (tableID, field) = removeField, tableID == id {
+                    fields.removeAll { $0.objectValue?["field_id"] == .string(field) }
+                }
+                return JSONMember("fields", .array(fields))
+            }))
+        }
+        let version = parent.schemaVersion + 1
+        var members = current.object.members.filter {
+            !["schema_version", "schema_hash", "parent_schema", "transition_class", "compatibility_floor", "tables"]
+                .contains($0.key)
+        }
+        members += [
+            JSONMember("tables", .array(tables)),
+            JSONMember("schema_version", .number(JSONNumber(version))),
+            JSONMember("parent_schema", .object(JSONObject([
+                JSONMember("version", .number(JSONNumber(parent.schemaVersion))),
+                JSONMember("hash", .string(parent.schemaHash)),
+            ]))),
+            JSONMember("transition_class", .string(transition)),
+            JSONMember("compatibility_floor", .number(JSONNumber(version))),
+        ]
+        let hash = try SchemaManifest.computeHash(json: .object(JSONObject(members)))
+        let manifest = JSONValue.object(JSONObject(members + [JSONMember("schema_hash", .string(hash))]))
+        var request = [JSONMember("manifest", manifest)]
+        if let affected { request.append(JSONMember("affected_scopes", .array(affected.map(JSONValue.string)))) }
+        let published = try server.send(
+            "POST", "/operator/schema", body: try CanonicalJSON.encode(.object(JSONObject(request))),
+            headers: [
+                ("Authorization", "Bearer \(RunningServer.operatorToken)"), ("Content-Type", "application/json"),
+            ])
+        try #require(published.status == 200, "publication failed: \(published.text)")
+    }
+
+    func sql(
+        _ database: String, _ statement: [String], crashAt point: String? = nil
+    ) throws -> PipelineProcess.Outcome {
         try run(["sql", "--db", database] + statement, crashAt: point)
     }
 

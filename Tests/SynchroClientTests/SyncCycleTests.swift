@@ -108,6 +108,22 @@ struct SyncCycleTests {
         #expect(summary.scopesVerified == (try fixture.scopes()).map(\.id))
     }
 
+    @Test("request budget of a first cycle: one connect, one rebuild request per page of each scope, one pull")
+    func firstCycleBudget() throws {
+        let summary = try runCycle()
+        var pages = 0
+        for scope in try fixture.scopes() {
+            let rows = try fixture.count("SELECT count(*) FROM _synchro_scope_rows WHERE scope_id = '\(scope.id)'")
+            // The final page carries the last rows: n rows take ceil(n / limit) pages, an empty scope one.
+            pages += max(1, Int((rows + 39) / 40))
+        }
+        #expect(summary.connectRequests == 1)
+        #expect(summary.pullRequests == 1)
+        #expect(summary.pushRequests == 0)
+        #expect(summary.rebuildRequests == pages)
+        #expect(transport.paths.filter { $0 == "/sync/rebuild" }.count == pages)
+    }
+
     @Test("a local write is pushed, accepted and pulled back in the next cycle")
     func localWrite() throws {
         _ = try runCycle()

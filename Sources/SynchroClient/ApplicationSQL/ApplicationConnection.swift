@@ -155,6 +155,7 @@ final class ApplicationConnection {
                     .validate(groupID: groupID)
                 try sqlite { () throws(SQLiteError) in try MetaStore.remove(.atomicGroupID, on: connection) }
             }
+            SyncCrashPoint.captureBeforeCommit.reached()
             return result
         }
     }

@@ -50,29 +50,82 @@ public struct SyncCycle: Sendable {
     public let events: @Sendable (SyncEvent) -> Void
     /// Source of the retry jitter.
     public let random: RandomSource
+    /// Asked before every state transition and after every wait: once true, the cycle stops at that step
+    /// boundary with ``SyncCycleError/cancelled`` and ends in `stopped`, leaving every committed state as it is
+    /// (client contract, "Stop or cancellation").
+    public let isCancelled: @Sendable () -> Bool
     /// The client state machine the cycle drives (`spec/wire-protocol.md` §10), readable while it runs. It
-    /// persists across runs of this cycle value: a run after `error` or `stopped` starts with the explicit
-    /// `→ local_ready`, a run after `backoff` resumes by reconnecting.
+    /// persists across runs of this cycle value (and of every cycle given the same status): a run after `error`
+    /// or `stopped` starts with the explicit `→ local_ready`, a run after `backoff` resumes by reconnecting.
     public let status: SyncStatus
 
     /// Creates a cycle. Deadlines are read from the store's clock (``ClientStoreConfiguration/clock``).
     public init(
         context: SyncContext, configuration: Configuration = Configuration(),
         delay: @escaping @Sendable (Duration) -> Void, events: @escaping @Sendable (SyncEvent) -> Void = { _ in },
-        random: RandomSource = .system
+        random: RandomSource = .system, isCancelled: @escaping @Sendable () -> Bool = { false },
+        status: SyncStatus = SyncStatus()
     ) {
         self.context = context
         self.configuration = configuration
         self.delay = delay
         self.events = events
         self.random = random
-        status = SyncStatus()
+        self.isCancelled = isCancelled
+        self.status = status
     }
 
     /// Runs the cycle once and returns what it did. A failure leaves ``status`` in `error`, or in `backoff` when
     /// the retries of this cycle ran out (the durable record says when to resume).
     public func run() throws(SyncCycleError) -> SyncSummary {
-        let run = CycleRun(cycle: self)
+        try run(CycleRun(cycle: self))
+    }
+
+    /// Runs one cycle that, after connect and push, starts a new rebuild attempt of each scope in `scopes` (every
+    /// assigned scope when nil) through the durable rebuild path: the scope's attempt and page receipts are
+    /// discarded and its cursor and checksum invalidated in one transaction, then it is rebuilt under a new
+    /// rebuild ID before the pull (`spec/wire-protocol.md` §6.4, "explicit restart policy"). A scope the store
+    /// does not have fails the cycle with ``SyncCycleError/scopeNotAssigned(scope:)`` before anything changes.
+    public func run(rebuilding scopes: [String]?) throws(SyncCycleError) -> SyncSummary {
+        try run(CycleRun(cycle: self, explicitRebuild: .some(scopes)))
+    }
+
+    /// Runs one cycle whose connect is the explicit `schema_reset` recovery of a stored `unsupported` error
+    /// (``ConnectExchange/resetSchema()``, `spec/wire-protocol.md` §10.3): the reset migration, then push, the
+    /// rebuild of every assigned scope and the pull, as after any `rebuild_local`. Fails with
+    /// ``SyncCycleError/schemaResetNotPending`` before any request when no such error is stored.
+    public func runSchemaReset() throws(SyncCycleError) -> SyncSummary {
+        try run(CycleRun(cycle: self, schemaReset: true))
+    }
+
+    /// Runs cycles until one ends current: no sealed batch or unsealed intent left to push and every scope with
+    /// a cursor and a verified checksum. Returns the summary of every cycle; fails with
+    /// ``SyncCycleError/notCurrent(cycles:)`` when `maxCycles` cycles did not get there.
+    public func runUntilCurrent(maxCycles: Int = 10) throws(SyncCycleError) -> [SyncSummary] {
+        var summaries: [SyncSummary] = []
+        while summaries.count < max(1, maxCycles) {
+            summaries.append(try run())
+            if try isCurrent() { return summaries }
+        }
+        throw .notCurrent(cycles: summaries.count)
+    }
+
+    /// Whether nothing is left to push and every local scope has a cursor and a verified checksum.
+    public func isCurrent() throws(SyncCycleError) -> Bool {
+        do {
+            return try context.store.readSyncState { connection in
+                let pushWork = try connection.scalar(CycleRun.pushWorkSQL)?.integerValue == 1
+                let unhealthy = try connection.scalar(
+                    "SELECT count(*) FROM _synchro_scopes WHERE cursor IS NULL OR checksum IS NULL"
+                )?.integerValue ?? 0
+                return !pushWork && unhealthy == 0
+            }
+        } catch {
+            throw .sync(phase: .pull, error)
+        }
+    }
+
+    private func run(_ run: CycleRun) throws(SyncCycleError) -> SyncSummary {
         do {
             try run.run()
         } catch {
@@ -93,8 +146,15 @@ private final class CycleRun {
     var summary = SyncSummary()
     var verified: Set<String> = []
 
-    init(cycle: SyncCycle) {
+    /// Scopes to restart once after push (`.some(nil)`: every scope); nil for a normal cycle.
+    private var explicitRebuild: [String]??
+    /// Whether the next connect is the explicit schema reset.
+    private var schemaReset: Bool
+
+    init(cycle: SyncCycle, explicitRebuild: [String]?? = nil, schemaReset: Bool = false) {
         self.cycle = cycle
+        self.explicitRebuild = explicitRebuild
+        self.schemaReset = schemaReset
         transport = MeteredTransport(cycle.context.transport)
         let base = cycle.context
         context = SyncContext(
@@ -109,12 +169,22 @@ private final class CycleRun {
         if [.uninitialized, .error, .stopped].contains(cycle.status.state) {
             try enter(.localReady)
         }
+        // A reset interrupted after it was applied still counts: running the same command again finishes it.
+        if schemaReset, try !resetPending(), try !resetApplied() { throw .schemaResetNotPending }
+        // An interrupted schema migration is resumed (or rolled back) before any request (client-store §11).
+        try mapping(.connect) { () throws(SyncError) in _ = try SchemaMigrationJournal.recover(in: context.store) }
+        // A resumed reset already recovered the error: the connect is then an ordinary one.
+        if schemaReset, try !resetPending() { schemaReset = false }
         try honourStoredBackoff()
         try connect()
         var reconnects = 0
         while true {
             do throws(SyncCycleError) {
                 try pushRebuildPull()
+                // A migration whose affected scopes all verified again is finished.
+                try mapping(.pull) { () throws(SyncError) in
+                    try SchemaMigrationJournal.clearIfFinished(in: context.store)
+                }
                 return
             } catch {
                 guard let (phase, code) = Self.reconnectReason(error) else { throw error }
@@ -130,6 +200,10 @@ private final class CycleRun {
     /// After a failure: `error`, unless the cycle stopped while waiting in `backoff` (retries used up).
     func fail(_ error: SyncCycleError) {
         if case .retriesExhausted = error, cycle.status.state == .backoff { return }
+        if case .cancelled = error {
+            if cycle.status.state != .stopped { try? cycle.status.transition(to: .stopped) }
+            return
+        }
         if cycle.status.state != .error { try? enter(.error) }
     }
 
@@ -144,6 +218,10 @@ private final class CycleRun {
     /// The steps after connect; a generation or schema refusal surfaces for `run` to reconnect and repeat them.
     private func pushRebuildPull() throws(SyncCycleError) {
         try push()
+        if let scopes = explicitRebuild {
+            try restart(scopes)
+            explicitRebuild = nil
+        }
         try rebuild(try scopesWithoutCursor())
         var passes = 0
         while true {
@@ -164,12 +242,17 @@ private final class CycleRun {
         let exchange = ConnectExchange(context: context)
         let rejected = try mapping(.connect) { () throws(SyncError) in try exchange.checkSeedReceipts() }
         summary.seedReceipts += rejected
-        let outcome = try retrying(.connect) { () throws(SyncError) in try exchange.send() }
+        let reset = schemaReset
+        let outcome = try retrying(.connect) { () throws(SyncError) in try exchange.send(schemaReset: reset) }
+        schemaReset = false
         summary.seedReceipts += outcome.seedReceipts
         summary.seedReceipts.sort { $0.scopeID.utf8Precedes($1.scopeID) }
         // The manifest was applied in the transaction that installed the response (§10.3: `replace` and
         // `rebuild_local` pass through `schema_applying`).
-        if outcome.schemaAction != "none" { try enter(.schemaApplying) }
+        if outcome.schemaAction != "none" {
+            try enter(.schemaApplying)
+            events(.schemaApplied(action: outcome.schemaAction))
+        }
         try enter(.ready)
         events(.phaseFinished(.connect))
     }
@@ -183,9 +266,11 @@ private final class CycleRun {
         var attempt = 0
         while true {
             try renewIfNeeded(exchange)
+            let batch: SealedBatch?
             let outcome: PushExchange.Outcome?
             do {
-                outcome = try exchange.pushNext(batchSize: configuration.batchSize)
+                batch = try BatchSealer(store: context.store, batchSize: configuration.batchSize).nextBatch()
+                outcome = try batch.map { (batch) throws(PushError) in try exchange.send(batch) }
             } catch .transport {
                 // A lost response: the sealed batch is unchanged and is re-sent byte for byte.
                 attempt += 1
@@ -207,12 +292,37 @@ private final class CycleRun {
                 summary.mutationsAccepted += result.applied
                 summary.mutationsRejected += result.conflicts + result.rejectedTerminal
                 events(.pageApplied(phase: .push, scope: nil, rows: count))
+                if let batch { try publishOutcomes(of: batch) }
             case .retryable(let status, _)?:
                 attempt += 1
                 try scheduleRetry(.push, attempt: attempt, status: status)
             case .renewalRequired(let code)?:
                 // Surfaced as the refusal it was, so `run` reconnects; the renewal then runs before the next push.
                 throw .sync(phase: .push, .http(status: code == "schema_mismatch" ? 422 : 409, code: code))
+            }
+        }
+    }
+
+    /// One event per reconciled mutation of `batch`, in request order, with its stable ID and the server's code.
+    private func publishOutcomes(of batch: SealedBatch) throws(SyncCycleError) {
+        let outcomes = try mapping(.push) { () throws(SyncError) in
+            try context.store.readSyncState { connection in
+                try connection.query("""
+                    SELECT entry.mutation_id, entry.lifecycle_state, rejection.code
+                    FROM _synchro_push_batch_members AS member
+                    JOIN _synchro_pending_changes AS entry ON entry.mutation_id = member.mutation_id
+                    LEFT JOIN _synchro_rejected_mutations AS rejection ON rejection.mutation_id = member.mutation_id
+                    WHERE member.batch_id = ? ORDER BY member.ordinal
+                    """, [.text(batch.batchID)]) { row in
+                    (try row.text(at: 0), try row.text(at: 1), row.isNull(at: 2) ? "" : try row.text(at: 2))
+                }
+            }
+        }
+        for (mutationID, state, code) in outcomes {
+            if state == MutationLifecycleState.accepted.rawValue {
+                events(.mutationAccepted(mutationID: mutationID))
+            } else if state == MutationLifecycleState.rejected.rawValue {
+                events(.mutationRejected(mutationID: mutationID, code: code))
             }
         }
     }
@@ -247,6 +357,7 @@ private final class CycleRun {
         let applier = RebuildApplier(context: context)
         for scope in scopes {
             var restarts = 0
+            events(.rebuildRequested(scope: scope))
             try mapping(.rebuild) { () throws(SyncError) in _ = try applier.start(scope: scope) }
             while true {
                 let isFinal: Bool
@@ -270,6 +381,7 @@ private final class CycleRun {
             summary.scopesRebuilt.append(scope)
             verified.insert(scope)
             events(.scopeVerified(scope: scope))
+            events(.rebuildCompleted(scope: scope))
         }
         try enter(.ready)
         events(.phaseFinished(.rebuild))
@@ -310,6 +422,25 @@ private final class CycleRun {
                 try ScopeStore.all(on: connection).filter { $0.cursor == nil }.map(\.scopeID)
             }
         }
+    }
+
+    /// The explicit restart of `scopes` (all when nil) in one transaction: attempts and page receipts
+    /// discarded, cursor and checksum invalidated, so the rebuild step starts each under a new rebuild ID.
+    private func restart(_ scopes: [String]?) throws(SyncCycleError) {
+        let missing = try mapping(.rebuild) { () throws(SyncError) -> String? in
+            try context.store.applySync { connection -> String? in
+                let known = try ScopeStore.all(on: connection).map(\.scopeID)
+                let named = scopes ?? known
+                if let missing = named.first(where: { !known.contains($0) }) { return missing }
+                for scope in named {
+                    try connection.run("DELETE FROM _synchro_rebuild_page_receipts WHERE scope_id = ?", [.text(scope)])
+                    try connection.run("DELETE FROM _synchro_rebuild_attempts WHERE scope_id = ?", [.text(scope)])
+                    try ScopeStore.invalidate(scope, on: connection)
+                }
+                return nil
+            }
+        }
+        if let missing { throw .scopeNotAssigned(scope: missing) }
     }
 
     /// Discards the scope's attempt (and its page receipts) so that `start` draws a new rebuild ID with a null
@@ -371,6 +502,7 @@ private final class CycleRun {
                     now: context.store.configuration.clock.nowMilliseconds(), in: context.store)
             }
             (wait, durableAttempt) = (recorded.delay, recorded.record.attemptCount)
+            SyncCrashPoint.backoffRecorded.reached()
         }
         let interrupted = cycle.status.state
         try enter(.backoff)
@@ -385,6 +517,7 @@ private final class CycleRun {
 
     /// Moves the state machine, failing the cycle on a transition §10.2 forbids (an engine defect).
     private func enter(_ state: SyncState) throws(SyncCycleError) {
+        if state != .error, state != .stopped, cycle.isCancelled() { throw .cancelled }
         do {
             try cycle.status.transition(to: state)
         } catch {
@@ -397,13 +530,31 @@ private final class CycleRun {
     private func hasPushWork() throws(SyncCycleError) -> Bool {
         try mapping(.push) { () throws(SyncError) in
             try context.store.readSyncState { connection in
-                try connection.scalar("""
-                    SELECT EXISTS (SELECT 1 FROM _synchro_push_batches WHERE state IN ('pending', 'renewal_required'))
-                        OR EXISTS (SELECT 1 FROM _synchro_pending_changes WHERE lifecycle_state = 'unsealed')
-                    """)?.integerValue == 1
+                try connection.scalar(Self.pushWorkSQL)?.integerValue == 1
             }
         }
     }
+
+    /// Whether an `unsupported` blocking error awaits the explicit reset.
+    private func resetPending() throws(SyncCycleError) -> Bool {
+        try mapping(.connect) { () throws(SyncError) in try SchemaUnsupportedRecord.stored(in: context.store) } != nil
+    }
+
+    /// Whether a reset migration is journaled (prepared, or applied with rebuilds still owed).
+    private func resetApplied() throws(SyncCycleError) -> Bool {
+        try mapping(.connect) { () throws(SyncError) in
+            try context.store.readSyncState { connection in
+                try connection.scalar(
+                    "SELECT count(*) FROM _synchro_schema_migration WHERE is_schema_reset = 1")?.integerValue ?? 0
+            }
+        } > 0
+    }
+
+    /// 1 when a sealed batch waits or unsealed intent exists, else 0.
+    static let pushWorkSQL = """
+        SELECT EXISTS (SELECT 1 FROM _synchro_push_batches WHERE state IN ('pending', 'renewal_required'))
+            OR EXISTS (SELECT 1 FROM _synchro_pending_changes WHERE lifecycle_state = 'unsealed')
+        """
 
     /// Before any request: a stored retry deadline in the future is waited for (`spec/client-store.md` §11).
     private func honourStoredBackoff() throws(SyncCycleError) {
@@ -446,11 +597,11 @@ private final class CycleRun {
     private func sleep(_ duration: Duration) {
         let day = Duration.seconds(86_400)
         var remaining = duration
-        while remaining > day {
+        while remaining > day, !cycle.isCancelled() {
             cycle.delay(day)
             remaining -= day
         }
-        if remaining > .zero { cycle.delay(remaining) }
+        if remaining > .zero, !cycle.isCancelled() { cycle.delay(remaining) }
     }
 
     private static func phase(of state: SyncBackoff.ResumeState) -> SyncPhase {

@@ -12,6 +12,14 @@ public enum SyncCycleError: Error, Sendable, Equatable, CustomStringConvertible 
     case rebuildLimit(scope: String)
     /// The cycle attempted a transition the client state machine forbids (a non-retryable local contract error).
     case illegalTransition(IllegalTransition)
+    /// An explicit rebuild named a scope the store does not have; nothing was changed.
+    case scopeNotAssigned(scope: String)
+    /// Cycles kept ending with work left (intent to push or a scope without verified state).
+    case notCurrent(cycles: Int)
+    /// A schema reset was requested but no `unsupported` blocking error is stored; nothing was sent.
+    case schemaResetNotPending
+    /// The cycle was stopped at a step boundary (``SyncCycle/isCancelled``); committed state is intact.
+    case cancelled
 
     /// True when the server refused the credential (401 `auth_required`) on any exchange.
     public var isAuthFailure: Bool {
@@ -38,6 +46,14 @@ public enum SyncCycleError: Error, Sendable, Equatable, CustomStringConvertible 
             return "rebuild: scope \(scope) did not reach a verified state"
         case .illegalTransition(let transition):
             return transition.description
+        case .scopeNotAssigned(let scope):
+            return "rebuild: scope \(scope) is not assigned to this store"
+        case .notCurrent(let cycles):
+            return "sync: still not current after \(cycles) cycles"
+        case .schemaResetNotPending:
+            return "connect: no unsupported schema awaits a reset"
+        case .cancelled:
+            return "sync: stopped"
         }
     }
 }

@@ -26,4 +26,18 @@ public enum SyncEvent: Sendable, Equatable {
     case scopeVerified(scope: String)
     /// A retryable failure (429, 503, a lost response) is retried after `delay`; `attempt` is the failed one.
     case retryScheduled(phase: SyncPhase, attempt: Int, status: Int?, delay: Duration)
+    /// A connect's schema action (`replace`, `rebuild_local`) was applied.
+    case schemaApplied(action: String)
+    /// The server applied this mutation (its stable ID).
+    case mutationAccepted(mutationID: String)
+    /// The server answered this mutation with a conflict or a terminal rejection (`code`, e.g. `version_conflict`).
+    case mutationRejected(mutationID: String, code: String)
+    /// A rebuild of the scope starts (or resumes).
+    case rebuildRequested(scope: String)
+    /// The scope's rebuild finished and verified.
+    case rebuildCompleted(scope: String)
+    /// The client state machine moved (published by ``SynchroDatabase``, not by a bare cycle).
+    case stateChanged(SyncState)
+    /// A cycle ended with a typed error (published by ``SynchroDatabase``, not by a bare cycle).
+    case failed(SyncCycleError)
 }

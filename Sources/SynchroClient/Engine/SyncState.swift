@@ -88,12 +88,20 @@ public struct SyncStateMachine: Sendable, Equatable {
     }
 }
 
-/// The live state of a ``SyncCycle``, readable from any thread while the cycle runs.
+/// The live state of a ``SyncCycle``, readable from any thread while the cycle runs, with observers told of
+/// every change of state.
 public final class SyncStatus: Sendable {
     private let machine = Mutex(SyncStateMachine())
+    private let observers = SyncObservers<SyncState>()
 
     /// A status in `uninitialized`.
     public init() {}
+
+    /// Calls `observer` with every new state (synchronously, on the thread that moved the machine) until the
+    /// returned observation is cancelled.
+    public func observe(_ observer: @escaping @Sendable (SyncState) -> Void) -> SyncObservation {
+        observers.add(observer)
+    }
 
     /// The current state.
     public var state: SyncState { machine.withLock { $0.state } }
@@ -105,8 +113,54 @@ public final class SyncStatus: Sendable {
     public var snapshot: SyncStateMachine { machine.withLock { $0 } }
 
     func transition(to target: SyncState) throws(IllegalTransition) {
-        try machine.withLock { (machine: inout SyncStateMachine) throws(IllegalTransition) in
+        let changed = try machine.withLock { (machine: inout SyncStateMachine) throws(IllegalTransition) -> Bool in
+            let before = machine.state
             try machine.transition(to: target)
+            return before != target
         }
+        // Outside the lock: an observer may read the status.
+        if changed { observers.notify(target) }
+    }
+}
+
+/// A registration with an observer list; cancelling it (or releasing it) stops the calls.
+public final class SyncObservation: Sendable {
+    private let cancellation: Mutex<(@Sendable () -> Void)?>
+
+    init(_ cancel: @escaping @Sendable () -> Void) {
+        cancellation = Mutex(cancel)
+    }
+
+    deinit {
+        cancel()
+    }
+
+    /// Stops the calls; later calls do nothing.
+    public func cancel() {
+        let cancel = cancellation.withLock { value -> (@Sendable () -> Void)? in
+            defer { value = nil }
+            return value
+        }
+        cancel?()
+    }
+}
+
+/// Observers of values of one kind, called in registration order.
+final class SyncObservers<Value: Sendable>: Sendable {
+    private let entries = Mutex<(next: UInt64, list: [(id: UInt64, body: @Sendable (Value) -> Void)])>((0, []))
+
+    func add(_ body: @escaping @Sendable (Value) -> Void) -> SyncObservation {
+        let id = entries.withLock { entries -> UInt64 in
+            entries.next += 1
+            entries.list.append((entries.next, body))
+            return entries.next
+        }
+        return SyncObservation { [weak self] in
+            self?.entries.withLock { $0.list.removeAll { $0.id == id } }
+        }
+    }
+
+    func notify(_ value: Value) {
+        for observer in entries.withLock({ $0.list.map(\.body) }) { observer(value) }
     }
 }

@@ -26,15 +26,18 @@ public struct BatchSealer: Sendable {
             throw .store(error)
         }
         do {
-            return try store.withEnginePush { connection throws(PushError) -> SealedBatch? in
+            let (batch, sealed) = try store.withEnginePush { connection throws(PushError) -> (SealedBatch?, Bool) in
                 try mappingPushErrors {
-                    try connection.transaction(kind: .immediate) { () throws -> SealedBatch? in
+                    try connection.transaction(kind: .immediate) { () throws -> (SealedBatch?, Bool) in
                         // Another sealer may have committed a batch between the check above and this one.
-                        if let pending = try PendingBatches.load(on: connection) { return pending }
-                        return try seal(on: connection)
+                        if let pending = try PendingBatches.load(on: connection) { return (pending, false) }
+                        let batch = try seal(on: connection)
+                        return (batch, batch != nil)
                     }
                 }
             }
+            if sealed { SyncCrashPoint.pushSealed.reached() }
+            return batch
         } catch .reservedEnvelopeTooLarge {
             // The seal transaction rolled back; the blocking failure is recorded on its own so that it survives.
             try recordEnvelopeBlockingError()

@@ -41,9 +41,12 @@ public struct PushExchange: Sendable {
         } catch {
             throw .transport(reason: String(describing: type(of: error)))
         }
+        SyncCrashPoint.pushReceived.reached()
         switch response.status {
         case 200:
-            return .reconciled(try PushReconciler(store: store).reconcile(batch: batch, responseBody: response.body))
+            let summary = try PushReconciler(store: store).reconcile(batch: batch, responseBody: response.body)
+            SyncCrashPoint.pushReconciled.reached()
+            return .reconciled(summary)
         case 429, 503:
             return .retryable(
                 status: response.status, retryAfterSeconds: response.header("Retry-After").flatMap { Int($0) })
@@ -65,7 +68,7 @@ public struct PushExchange: Sendable {
         let clientID = store.configuration.clientID
         let uuids = store.configuration.uuids
         let now = store.configuration.clock.timestamp()
-        return try store.withEnginePush { connection throws(PushError) -> SealedBatch in
+        let successor = try store.withEnginePush { connection throws(PushError) -> SealedBatch in
             try mappingPushErrors {
                 try connection.transaction(kind: .immediate) { () throws -> SealedBatch in
                     let rows = try connection.rows(
@@ -116,6 +119,8 @@ public struct PushExchange: Sendable {
                 }
             }
         }
+        SyncCrashPoint.pushRenewed.reached()
+        return successor
     }
 
     private func markRenewalRequired(_ batchID: String) throws(PushError) {

@@ -20,9 +20,9 @@ struct SchemaApplier {
     /// Extra work committed in the same transaction after activation (connect installs its assignment here, so
     /// a fresh store never has a schema without its generation and scopes).
     var afterActivation: ((Connection) throws -> Void)? = nil
-    /// Set by a connect schema action (`replace` over an installed schema, `rebuild_local`): a different active
-    /// schema is then migrated additively (``SchemaMigration``) instead of refused.
-    var migratesActiveSchema = false
+    /// The prepared journal of a connect schema action over an installed schema (`replace`, `rebuild_local`,
+    /// `schema_reset`): the active schema is then migrated by the journal's plan instead of refused.
+    var migration: SchemaMigrationJournal?
 
     func apply(on connection: Connection) throws(ClientStoreError) -> SchemaApplicationOutcome {
         try mappingStoreErrors {
@@ -32,17 +32,12 @@ struct SchemaApplier {
                 let activeHash = try MetaStore.value(.schemaHash, on: connection) ?? ""
                 let isFresh = activeVersion <= 0 || activeHash.isEmpty
                 let isSame = activeVersion == reference.version && activeHash.exactlyEquals(reference.hash)
-                if !isFresh && !isSame {
-                    guard migratesActiveSchema else {
+                if !isFresh && (!isSame || migration?.isReset == true) {
+                    guard let migration else {
                         throw ClientStoreError.schemaApplication(
                             .differentSchemaActive(version: activeVersion, hash: activeHash))
                     }
-                    let source = try LocalSchemaJSON.decode(try MetaStore.value(.localSchema, on: connection) ?? "[]")
-                    try SchemaMigration.applyAdditiveDDL(
-                        from: source, to: manifest.localSchema, on: connection)
-                    try activate(on: connection)
-                    try CaptureTriggerInstaller.install(manifest.localSchema, on: connection)
-                    try afterActivation?(connection)
+                    try migrate(migration, on: connection)
                     return .applied
                 }
                 try createTables(on: connection)
@@ -52,6 +47,27 @@ struct SchemaApplier {
                 return isFresh ? .applied : .alreadyActive
             }
         }
+    }
+
+    /// Runs the journal's migration: the plan re-derived and checked against the journal, its operations (the
+    /// connect's assignment in `apply_scope_state`), and the journal marked applied, all in this transaction.
+    private func migrate(_ migration: SchemaMigrationJournal, on connection: Connection) throws {
+        try migration.verifyPlan(on: connection)
+        let sourceReference = try SchemaReference(
+            version: try MetaStore.integer(.schemaVersion, on: connection),
+            hash: try MetaStore.value(.schemaHash, on: connection) ?? "")
+        let source = try LocalSchemaJSON.decode(try MetaStore.value(.localSchema, on: connection) ?? "[]")
+        let plan = try SchemaMigrationPlan.derive(
+            from: source, sourceReference: sourceReference, to: manifest, reset: migration.isReset)
+        let executor = SchemaMigrationExecutor(
+            connection: connection, source: source, target: manifest,
+            activate: { connection in try activate(on: connection) },
+            applyScopeState: { connection in
+                try migration.applyScopeState(on: connection)
+                try afterActivation?(connection)
+            })
+        try executor.run(plan)
+        try migration.markApplied(on: connection)
     }
 
     /// Creates each table (or verifies an existing one has exactly the synced layout) and its indexes.

@@ -1,89 +1,286 @@
 import SQLiteKit
 import SynchroProtocol
 
-/// The additive DDL of a compatible schema action (`replace` over an installed schema or `rebuild_local`,
-/// `spec/wire-protocol.md` §12.2, §12.4; `spec/client-store.md` §4.13 plan kinds `create_table`, `create_index`,
-/// `add_column`).
+/// The migration plan of a connect schema action over an installed schema (`spec/client-store.md` §4.13, §10):
+/// the operations, in the order they run, that take the synced tables from the source local schema to the
+/// target. The plan is derived from the two local schemas alone, so the same inputs always give the same plan
+/// (and plan hash): a resumed migration re-derives it and requires equality with the journal's.
 ///
-/// The server decides compatibility; the client only refuses what it cannot apply additively (a removed synced
-/// table, a new non-nullable column, a changed column type or key, a tightened nullability), so a contract
-/// breach never silently reshapes local data. Local-only tables are never touched.
-enum SchemaMigration {
-    /// Applies the DDL that takes the physical synced tables from `source` to `target`, inside the caller's
-    /// schema-migration transaction. Target tables are handled in bytewise table-ID order (§4.13).
-    static func applyAdditiveDDL(
-        from source: [LocalSchemaTable], to target: [LocalSchemaTable], on connection: Connection
-    ) throws {
-        let targetIDs = Set(target.map(\.tableID))
-        if let removed = source.first(where: { !targetIDs.contains($0.tableID) }) {
-            throw ClientStoreError.schemaApplication(.tableConflict(removed.tableName))
-        }
-        let ordered = target.sorted { $0.tableID.utf8.lexicographicallyPrecedes($1.tableID.utf8) }
-        for table in ordered {
-            let previous = source.first { $0.tableID == table.tableID }
-            if let previous, SQLName.normalized(previous.tableName) != SQLName.normalized(table.tableName) {
-                throw ClientStoreError.schemaApplication(.tableConflict(table.tableName))
+/// A compatible plan (`replace`, `rebuild_local`) is additive: the server decides compatibility, and the client
+/// refuses what it cannot apply additively (a removed synced table or column, a renamed table or column, a new
+/// non-nullable column, a changed type, key or nullability), so a contract breach never silently reshapes local
+/// data. A reset plan (`schema_reset`) drops every synced table and recreates the target's. Local-only tables are
+/// never touched.
+struct SchemaMigrationPlan: Equatable {
+    /// `migration_plan_version`.
+    static let version: Int64 = 1
+
+    /// One step (`spec/client-store.md` §4.13 plan kinds; `drop_index` removes an index the target no longer
+    /// declares).
+    enum Operation: Equatable {
+        case dropTable(name: String)
+        case clearSyncedMaterialization
+        case createTable(tableID: String)
+        case dropIndex(name: String)
+        case createIndex(tableID: String, indexID: String)
+        case addColumn(tableID: String, fieldID: String)
+        case reinstallCapture
+        case activateManifest
+        case applyScopeState
+
+        var json: JSONValue {
+            func object(_ kind: String, _ members: [JSONMember] = []) -> JSONValue {
+                .object(JSONObject([JSONMember("kind", .string(kind))] + members))
             }
-            let existing = try connection.columns(of: table.tableName)
-            if existing.isEmpty {
-                // A new table (Class 2 empty table, or a Class 3 table whose rows arrive by rebuild).
-                try connection.execute(SyncedTableDDL.createTable(table))
-            } else if previous == nil {
-                // A local-only table already owns the name: never altered or adopted.
-                throw ClientStoreError.schemaApplication(.tableConflict(table.tableName))
-            } else {
-                try addColumns(table, existing: existing, on: connection)
-            }
-            if let previous {
-                try dropRemovedIndexes(previous, target: table, on: connection)
-            }
-            for index in table.indexes {
-                if let sql = SyncedTableDDL.createIndex(index, on: table) {
-                    try connection.execute(sql)
-                }
+            return switch self {
+            case .dropTable(let name): object("drop_table", [JSONMember("table", .string(name))])
+            case .clearSyncedMaterialization: object("clear_synced_materialization")
+            case .createTable(let id): object("create_table", [JSONMember("table_id", .string(id))])
+            case .dropIndex(let name): object("drop_index", [JSONMember("index", .string(name))])
+            case .createIndex(let table, let index):
+                object("create_index", [JSONMember("table_id", .string(table)), JSONMember("index_id", .string(index))])
+            case .addColumn(let table, let field):
+                object("add_column", [JSONMember("table_id", .string(table)), JSONMember("field_id", .string(field))])
+            case .reinstallCapture: object("reinstall_capture")
+            case .activateManifest: object("activate_manifest")
+            case .applyScopeState: object("apply_scope_state")
             }
         }
     }
 
-    /// `add_column` for every target column the physical table lacks; existing columns must keep their layout.
-    private static func addColumns(
-        _ table: LocalSchemaTable, existing: [Connection.ColumnInfo], on connection: Connection
-    ) throws {
-        let physical = Dictionary(existing.map { (SQLName.normalized($0.name), $0) }) { first, _ in first }
+    let source: SchemaReference?
+    let target: SchemaReference
+    let isReset: Bool
+    let operations: [Operation]
+
+    /// The sorted-key plan JSON stored in `migration_plan_json`.
+    var canonicalJSON: String {
+        let json = JSONValue.object(JSONObject([
+            JSONMember("plan_version", .number(JSONNumber(Self.version))),
+            JSONMember("source", source.map(Self.referenceJSON) ?? .null),
+            JSONMember("target", Self.referenceJSON(target)),
+            JSONMember("schema_reset", .bool(isReset)),
+            JSONMember("operations", .array(operations.map(\.json))),
+        ]))
+        // Identifiers and integers only: the canonical form always exists.
+        return (try? CanonicalJSON.string(json)) ?? ""
+    }
+
+    /// `migration_plan_hash`: lowercase hex SHA-256 of the domain, 0x00 and the sorted-key plan JSON.
+    var hash: String {
+        Hex.encode(SHA256.hash(Array("synchro:v3:client-migration-plan:v1".utf8) + [0] + Array(canonicalJSON.utf8)))
+    }
+
+    private static func referenceJSON(_ reference: SchemaReference) -> JSONValue {
+        .object(JSONObject([
+            JSONMember("version", .number(JSONNumber(reference.version))), JSONMember("hash", .string(reference.hash)),
+        ]))
+    }
+
+    // MARK: Derivation
+
+    /// The plan from `source` (the active local schema) to `target`; throws
+    /// ``SchemaApplicationError/tableConflict(_:)`` for a compatible change that cannot be applied additively.
+    static func derive(
+        from source: [LocalSchemaTable], sourceReference: SchemaReference?, to target: ClientManifest, reset: Bool
+    ) throws(ClientStoreError) -> SchemaMigrationPlan {
+        var operations: [Operation] = []
+        let targetTables = target.localSchema.sorted { $0.tableID.utf8.lexicographicallyPrecedes($1.tableID.utf8) }
+        if reset {
+            let sourceTables = source.sorted { $0.tableID.utf8.lexicographicallyPrecedes($1.tableID.utf8) }
+            operations += sourceTables.reversed().map { .dropTable(name: $0.tableName) }
+            operations.append(.clearSyncedMaterialization)
+            for table in targetTables {
+                operations.append(.createTable(tableID: table.tableID))
+                operations += table.indexes.map { .createIndex(tableID: table.tableID, indexID: $0.indexID) }
+            }
+        } else {
+            let targetIDs = Set(targetTables.map(\.tableID))
+            if let removed = source.first(where: { !targetIDs.contains($0.tableID) }) {
+                throw .schemaApplication(.tableConflict(removed.tableName))
+            }
+            for table in targetTables {
+                operations += try additiveOperations(table, previous: source.first { $0.tableID == table.tableID })
+            }
+        }
+        operations += [.reinstallCapture, .activateManifest, .applyScopeState]
+        return SchemaMigrationPlan(
+            source: sourceReference, target: target.reference, isReset: reset, operations: operations)
+    }
+
+    private static func additiveOperations(
+        _ table: LocalSchemaTable, previous: LocalSchemaTable?
+    ) throws(ClientStoreError) -> [Operation] {
+        guard let previous else {
+            return [.createTable(tableID: table.tableID)]
+                + table.indexes.map { .createIndex(tableID: table.tableID, indexID: $0.indexID) }
+        }
+        let conflict = ClientStoreError.schemaApplication(.tableConflict(table.tableName))
+        guard SQLName.normalized(previous.tableName) == SQLName.normalized(table.tableName) else { throw conflict }
+        var operations: [Operation] = []
         for column in table.columns {
-            if let info = physical[SQLName.normalized(column.name)] {
+            if let old = previous.column(fieldID: column.fieldID) {
                 // Relaxing NOT NULL would need a table rebuild in SQLite; it is refused rather than faked.
-                guard info.declaredType == SyncedTableDDL.declaredType(column.logicalType),
-                      info.isPrimaryKey == column.isPrimaryKey,
-                      info.isNotNull == (!column.nullable && !column.isPrimaryKey)
-                else { throw ClientStoreError.schemaApplication(.tableConflict(table.tableName)) }
+                guard SQLName.normalized(old.name) == SQLName.normalized(column.name),
+                      old.logicalType == column.logicalType, old.isPrimaryKey == column.isPrimaryKey,
+                      (old.nullable || old.isPrimaryKey) == (column.nullable || column.isPrimaryKey)
+                else { throw conflict }
                 continue
             }
             // SQLite can only append nullable (or defaulted) columns without rewriting the table.
-            guard column.nullable, !column.isPrimaryKey else {
-                throw ClientStoreError.schemaApplication(.tableConflict(table.tableName))
+            guard column.nullable, !column.isPrimaryKey else { throw conflict }
+            operations.append(.addColumn(tableID: table.tableID, fieldID: column.fieldID))
+        }
+        guard previous.columns.allSatisfy({ table.column(fieldID: $0.fieldID) != nil }) else { throw conflict }
+        for index in previous.indexes where !table.indexes.contains(index) {
+            operations.append(.dropIndex(name: index.name))
+        }
+        for index in table.indexes where !previous.indexes.contains(index) {
+            operations.append(.createIndex(tableID: table.tableID, indexID: index.indexID))
+        }
+        return operations
+    }
+}
+
+/// Runs a plan inside the caller's schema-migration transaction (capture suppressed, foreign keys off).
+struct SchemaMigrationExecutor {
+    let connection: Connection
+    let source: [LocalSchemaTable]
+    let target: ClientManifest
+    /// `activate_manifest`.
+    let activate: (Connection) throws -> Void
+    /// `apply_scope_state`: cursor replacements, affected scopes, and the connect's assignment when present.
+    let applyScopeState: (Connection) throws -> Void
+
+    func run(_ plan: SchemaMigrationPlan) throws {
+        try validatePhysicalSource(plan)
+        // Rows protected by unresolved intent survive a reset: copied out before the drop, restored before the
+        // capture triggers come back (`spec/client-store.md` §10).
+        let kept = plan.isReset ? try protectedRows() : []
+        for operation in plan.operations {
+            if operation == .reinstallCapture { try restore(kept) }
+            try execute(operation)
+        }
+        try validatePhysicalTarget()
+    }
+
+    private func targetTable(_ id: String) throws -> LocalSchemaTable {
+        guard let table = target.localSchema.first(where: { $0.tableID == id }) else {
+            throw ClientStoreError.invalidLocalSchema(reason: "the plan names a table the target lacks")
+        }
+        return table
+    }
+
+    private func execute(_ operation: SchemaMigrationPlan.Operation) throws {
+        switch operation {
+        case .dropTable(let name):
+            try connection.execute("DROP TABLE IF EXISTS \(SQLiteIdentifier.quote(name))")
+        case .clearSyncedMaterialization:
+            for table in [
+                "_synchro_scope_rows", "_synchro_row_versions", "_synchro_rebuild_page_receipts",
+                "_synchro_rebuild_attempts", "_synchro_backoff",
+            ] {
+                try connection.execute("DELETE FROM \(table)")
+            }
+            try connection.execute("""
+                UPDATE _synchro_scopes SET cursor = NULL, checksum = NULL, local_checksum = '',
+                    generation = generation + 1
+                """)
+        case .createTable(let id):
+            try connection.execute(SyncedTableDDL.createTable(try targetTable(id)))
+        case .dropIndex(let name):
+            try connection.execute("DROP INDEX IF EXISTS \(SQLiteIdentifier.quote(name))")
+        case .createIndex(let tableID, let indexID):
+            let table = try targetTable(tableID)
+            if let index = table.indexes.first(where: { $0.indexID == indexID }),
+               let sql = SyncedTableDDL.createIndex(index, on: table) {
+                try connection.execute(sql)
+            }
+        case .addColumn(let tableID, let fieldID):
+            let table = try targetTable(tableID)
+            guard let column = table.column(fieldID: fieldID) else {
+                throw ClientStoreError.invalidLocalSchema(reason: "the plan names a field the target lacks")
             }
             var definition = "\(SQLiteIdentifier.quote(column.name)) \(SyncedTableDDL.declaredType(column.logicalType))"
             if let defaultSQL = column.sqliteDefaultSQL, !defaultSQL.isEmpty {
                 definition += " DEFAULT \(defaultSQL)"
             }
             try connection.execute("ALTER TABLE \(SQLiteIdentifier.quote(table.tableName)) ADD COLUMN \(definition)")
+        case .reinstallCapture:
+            try CaptureTriggerInstaller.install(target.localSchema, on: connection)
+        case .activateManifest:
+            try activate(connection)
+        case .applyScopeState:
+            try applyScopeState(connection)
         }
-        let targetNames = Set(table.columns.map { SQLName.normalized($0.name) })
-        guard physical.keys.allSatisfy(targetNames.contains) else {
+    }
+
+    /// Every source table exists with its recorded layout, and no new target table collides with a table the
+    /// client does not own (a local-only table is never adopted or altered).
+    private func validatePhysicalSource(_ plan: SchemaMigrationPlan) throws {
+        for table in source where !(try PhysicalTable.matches(table, on: connection)) {
+            throw ClientStoreError.schemaApplication(.tableConflict(table.tableName))
+        }
+        let owned = Set(source.map { SQLName.normalized($0.tableName) })
+        for table in target.localSchema where !owned.contains(SQLName.normalized(table.tableName)) {
+            if try !connection.columns(of: table.tableName).isEmpty {
+                throw ClientStoreError.schemaApplication(.tableConflict(table.tableName))
+            }
+        }
+    }
+
+    private func validatePhysicalTarget() throws {
+        for table in target.localSchema where !(try PhysicalTable.matches(table, on: connection)) {
             throw ClientStoreError.schemaApplication(.tableConflict(table.tableName))
         }
     }
 
-    /// Drops the Synchro-owned indexes of `previous` that the target no longer declares (by index ID or name).
-    private static func dropRemovedIndexes(
-        _ previous: LocalSchemaTable, target: LocalSchemaTable, on connection: Connection
-    ) throws {
-        for index in previous.indexes where !target.indexes.contains(where: {
-            $0.indexID == index.indexID && $0.name == index.name && $0.fieldIDs == index.fieldIDs
-                && $0.unique == index.unique
-        }) {
-            try connection.execute("DROP INDEX IF EXISTS \(SQLiteIdentifier.quote(index.name))")
+    /// The local rows of every source table that unresolved intent protects, as column name → value.
+    private func protectedRows() throws -> [(table: String, columns: [String], values: [SQLiteValue])] {
+        var rows: [(table: String, columns: [String], values: [SQLiteValue])] = []
+        for table in source {
+            guard let key = table.primaryKeyColumn else { continue }
+            let columns = table.columns.map(\.name)
+            let selected = try connection.rows("""
+                SELECT \(columns.map(SQLiteIdentifier.quote).joined(separator: ", "))
+                FROM \(SQLiteIdentifier.quote(table.tableName))
+                WHERE CAST(\(SQLiteIdentifier.quote(key.name)) AS TEXT) IN (
+                    SELECT record_id FROM _synchro_pending_changes
+                    WHERE table_name = ? AND lifecycle_state IN \(LocalRows.protectingStates))
+                """, [.text(table.tableName)])
+            rows += selected.map { (table.tableName, columns, $0) }
+        }
+        return rows
+    }
+
+    /// Puts protected rows back where the target still has their table, with the columns it still has.
+    private func restore(_ rows: [(table: String, columns: [String], values: [SQLiteValue])]) throws {
+        for row in rows {
+            guard let table = target.localSchema.first(where: {
+                SQLName.normalized($0.tableName) == SQLName.normalized(row.table)
+            }) else { continue }
+            let kept = zip(row.columns, row.values).filter { table.column(named: $0.0) != nil }
+            try connection.run("""
+                INSERT OR IGNORE INTO \(SQLiteIdentifier.quote(table.tableName))
+                    (\(kept.map { SQLiteIdentifier.quote($0.0) }.joined(separator: ", ")))
+                VALUES (\(Array(repeating: "?", count: kept.count).joined(separator: ", ")))
+                """, kept.map(\.1))
+        }
+    }
+}
+
+/// The physical layout check of a synced table: every declared column exists with its declared type and key
+/// role and nothing else exists. Position and nullability of columns a migration appended are not compared
+/// (SQLite appends them, nullable, at the end).
+enum PhysicalTable {
+    static func matches(_ table: LocalSchemaTable, on connection: Connection) throws -> Bool {
+        let physical = try connection.columns(of: table.tableName)
+        guard physical.count == table.columns.count else { return false }
+        let byName = Dictionary(physical.map { (SQLName.normalized($0.name), $0) }) { first, _ in first }
+        return table.columns.allSatisfy { column in
+            guard let info = byName[SQLName.normalized(column.name)] else { return false }
+            return info.declaredType == SyncedTableDDL.declaredType(column.logicalType)
+                && info.isPrimaryKey == column.isPrimaryKey
         }
     }
 }

@@ -270,9 +270,11 @@ public final class ClientStore: Sendable {
         return try application.withLock { (connection: inout ApplicationConnection?) throws -> Value in
             guard let connection else { throw ApplicationSQLError.closed }
             do {
-                return try ApplicationScope.within(self) {
+                let result = try ApplicationScope.within(self) {
                     try connection.managedWrite(mask: mask, atomic: atomic, body)
                 }
+                SyncCrashPoint.captureCommitted.reached()
+                return result
             } catch let error as SQLiteError {
                 // BEGIN, COMMIT and the SDK's own statements; the callback's statements report typed errors.
                 throw ApplicationSQLError.sqlite(error)

@@ -73,13 +73,35 @@ public struct ConnectExchange: Sendable {
         return outcome
     }
 
+    /// The explicit recovery of an `unsupported` blocking error by an upgraded client (`spec/wire-protocol.md`
+    /// §3.7, §10.3 "Explicit reset after upgrade"): connects with `schema_reset: true`, the current generation
+    /// and the installed schema, and installs the complete current manifest by a reset migration — synced
+    /// tables dropped and recreated, synced materialization (provenance, row versions, rebuild state, retry
+    /// record) cleared and every scope invalidated — keeping local-only tables, every authored mutation, sealed
+    /// batch and retained outcome, and the local rows unresolved intent protects. Every assigned scope is then
+    /// rebuilt. Refused without a stored `unsupported` error: a client never resets on its own.
+    @discardableResult
+    public func resetSchema() throws(SyncError) -> ConnectOutcome {
+        guard try SchemaUnsupportedRecord.stored(in: context.store) != nil else {
+            throw .invalidState(reason: "no unsupported schema awaits a reset")
+        }
+        return try send(schemaReset: true)
+    }
+
     /// Sends the request local state produces now (receipts as stored, not re-checked) and installs the
     /// response. A cycle re-checks once per connect and repeats only this step after a retryable failure.
-    func send() throws(SyncError) -> ConnectOutcome {
-        try requireSupportedSchema()
-        let request = try request()
+    func send(schemaReset: Bool = false) throws(SyncError) -> ConnectOutcome {
+        if !schemaReset { try requireSupportedSchema() }
+        var request = try request()
+        if schemaReset {
+            guard request.schema != nil, request.clientGeneration != nil else {
+                throw .invalidState(reason: "a schema reset needs an installed schema and a client generation")
+            }
+            request.schemaReset = true
+        }
         let body = try SyncExchange.mapping { try CanonicalJSON.encode(request.json) }
         let (json, _) = try SyncExchange.post(context.transport, path: "/sync/connect", body: body)
+        SyncCrashPoint.connectReceived.reached()
         let response = try ConnectResponse(json: json)
         if response.action == "unsupported" {
             guard request.schema != nil else {
@@ -93,9 +115,13 @@ public struct ConnectExchange: Sendable {
             try SchemaUnsupportedRecord.record(reason: reason, in: context.store)
             throw .invalidState(reason: "the installed schema is unsupported by the server (\(reason))")
         }
+        if schemaReset && response.action == "none" {
+            throw .contract(rule: "reset_without_manifest", member: "schema.action")
+        }
         let receiptScopes = request.seedReceipts?.map(\.scopeID) ?? []
         let seedReceipts = try Self.seedDispositions(of: receiptScopes, in: response)
-        try install(response, fresh: request.schema == nil, receiptScopes: receiptScopes)
+        try install(response, fresh: request.schema == nil, receiptScopes: receiptScopes, reset: schemaReset)
+        SyncCrashPoint.connectInstalled.reached()
         return ConnectOutcome(schemaAction: response.action, seedReceipts: seedReceipts)
     }
 
@@ -129,7 +155,9 @@ public struct ConnectExchange: Sendable {
         return outcomes
     }
 
-    private func install(_ response: ConnectResponse, fresh: Bool, receiptScopes: [String]) throws(SyncError) {
+    private func install(
+        _ response: ConnectResponse, fresh: Bool, receiptScopes: [String], reset: Bool
+    ) throws(SyncError) {
         var manifest: ClientManifest?
         switch response.action {
         case "none":
@@ -161,8 +189,9 @@ public struct ConnectExchange: Sendable {
         if manifest == nil, version != response.schema.version || hash != response.schema.hash {
             throw .contract(rule: "schema_reference_mismatch", member: "schema")
         }
-        if !fresh, manifest != nil, version == response.schema.version, hash == response.schema.hash {
-            // A schema action names a different manifest; re-sending the installed one is not a migration.
+        if !fresh, !reset, manifest != nil, version == response.schema.version, hash == response.schema.hash {
+            // A schema action names a different manifest; re-sending the installed one is not a migration (a
+            // reset may reinstall it).
             throw .contract(rule: "schema_action_for_current_schema", member: "schema.action")
         }
         let assigned = known.subtracting(response.removed).union(response.added.map(\.scopeID))
@@ -175,6 +204,8 @@ public struct ConnectExchange: Sendable {
             throw .contract(rule: "affected_scope_not_assigned", member: "affected_scopes")
         }
         let clientID = context.clientID
+        // Over an installed schema the migration journal owns the cursor replacements and affected scopes.
+        let migrates = manifest != nil && !fresh
         let install = { (connection: Connection) throws in
             let rows = LocalRows(connection: connection, manifest: try LocalRows.activeManifest(on: connection))
             for scopeID in response.removed {
@@ -189,7 +220,8 @@ public struct ConnectExchange: Sendable {
                 }
             }
             try connection.run("DELETE FROM _synchro_seed_receipts")
-            for (scopeID, cursor) in response.cursorUpdates {
+            if reset { try connection.run("DELETE FROM _synchro_blocking_error") }
+            for (scopeID, cursor) in response.cursorUpdates where !migrates {
                 if let cursor {
                     try connection.run(
                         "UPDATE _synchro_scopes SET cursor = ? WHERE scope_id = ?", [.text(cursor), .text(scopeID)])
@@ -200,7 +232,7 @@ public struct ConnectExchange: Sendable {
             // `rebuild_local`: cursor, checksum and local checksum dropped, rows and queued intent kept; the cycle
             // pushes first and then rebuilds these scopes. A `null` update already did this (one generation bump).
             let invalidated = Set(response.cursorUpdates.filter { $0.cursor == nil }.map(\.scopeID))
-            for scopeID in affected where !invalidated.contains(scopeID) {
+            for scopeID in affected where !migrates && !invalidated.contains(scopeID) {
                 try ScopeStore.invalidate(scopeID, on: connection)
             }
             try MetaStore.set(.clientGeneration, String(response.clientGeneration), on: connection)
@@ -208,11 +240,25 @@ public struct ConnectExchange: Sendable {
             try MetaStore.set(.clientServerID, clientID, on: connection)
             try BackoffStore.retireAfterConnect(on: connection, context: context)
         }
-        if let manifest {
-            // Schema DDL, activation and assignment commit in one schema-migration transaction.
-            try SyncExchange.mapping {
-                try context.store.applySchema(manifest, migratingActiveSchema: !fresh, inSameTransaction: install)
+        if let manifest, migrates {
+            // Prepared in its own transaction, then DDL, activation, scope state, assignment and the journal's
+            // `applied` mark commit in one schema-migration transaction.
+            let journal = try SchemaMigrationJournal.prepare(
+                target: manifest, action: response.action, affected: affected,
+                cursorUpdates: response.cursorUpdates.map { ($0.scopeID, $0.cursor) }, reset: reset,
+                in: context.store)
+            do {
+                try SyncExchange.mapping {
+                    try context.store.applySchema(manifest, migration: journal, inSameTransaction: install)
+                }
+            } catch {
+                try SchemaMigrationJournal.rollBack(in: context.store)
+                throw error
             }
+            SyncCrashPoint.schemaApplied.reached()
+        } else if let manifest {
+            // A fresh store: schema DDL, activation and assignment commit in one schema-migration transaction.
+            try SyncExchange.mapping { try context.store.applySchema(manifest, inSameTransaction: install) }
         } else {
             try context.store.applySync(install)
         }

@@ -131,15 +131,39 @@ struct LocalRows {
 
     // MARK: - Scope digest
 
+    /// What recomputing one scope from local state found (`spec/client-store.md` §9, "Scope digest
+    /// recomputation"). Counts per table only: never keys or values.
+    ///
+    /// With `detailed`, every unprotected edge is also classified against the row's last authoritative state
+    /// (`_synchro_row_versions.row_checksum`, written by pull, rebuild and push reconciliation alike): a row that
+    /// no longer yields that digest, or that the metadata says exists but is gone, is damage; an edge whose
+    /// digest predates a later authoritative change (an accepted push applied before its pull echo) is stale.
+    struct ScopeAudit {
+        /// The recomputed scope checksum.
+        var checksum: Checksum
+        /// Rows whose recomputed digest differs from their last authoritative digest, per table name.
+        var mismatchedRows: [String: Int] = [:]
+        /// Edges whose row or server version is missing although nothing authoritative removed it, per table.
+        var missingRows: [String: Int] = [:]
+        /// Edges that a later authoritative change made stale; the stored scope checksum awaits the next pull.
+        var staleEdges = 0
+    }
+
     /// Recomputes the scope digest from local state: protected rows contribute their stored edge digest; other
     /// rows are re-read, converted to wire values and digested with their stored server version.
     func scopeDigest(scope: String) throws -> Checksum {
+        try audit(scope: scope, detailed: false).checksum
+    }
+
+    /// Recomputes the scope digest and, when `detailed`, classifies every unprotected edge.
+    func audit(scope: String, detailed: Bool) throws -> ScopeAudit {
         let edges = try connection.query(
             "SELECT table_name, record_id, checksum FROM _synchro_scope_rows WHERE scope_id = ?", [.text(scope)]
         ) { (try $0.text(at: 0), try $0.text(at: 1), try $0.text(at: 2)) }
         var digester = RowDigester(manifest: manifest)
         var entries: [(identity: RowIdentity, rowDigest: [UInt8])] = []
         entries.reserveCapacity(edges.count)
+        var audit = ScopeAudit(checksum: try Checksum(digest: Array(repeating: 0, count: 32)))
         let byName = Dictionary(tables.values.map { ($0.tableName, $0) }, uniquingKeysWith: { first, _ in first })
         for (tableName, recordID, edgeHex) in edges {
             guard let table = byName[tableName], let key = table.primaryKeyColumn else {
@@ -152,9 +176,10 @@ struct LocalRows {
                 "SELECT \(columns) FROM \(SQLiteIdentifier.quote(tableName)) "
                     + "WHERE \(SQLiteIdentifier.quote(key.name)) = ?"
             ).rows([Self.keyValue(recordID: recordID, type: key.logicalType)]).first
-            let version = try connection.cachedStatement(
-                "SELECT server_version FROM _synchro_row_versions WHERE table_name = ? AND record_id = ?"
-            ).scalar([.text(tableName), .text(recordID)])?.textValue
+            let versionRow = try connection.cachedStatement(
+                "SELECT server_version, row_checksum FROM _synchro_row_versions WHERE table_name = ? AND record_id = ?"
+            ).rows([.text(tableName), .text(recordID)]).first
+            let version = versionRow?[0].textValue
             let primaryKey = Self.keyJSON(recordID: recordID, type: key.logicalType)
             if try isProtected(tableName: tableName, recordID: recordID) {
                 // Local intent keeps the row different on purpose: the server's digest stands for it.
@@ -162,20 +187,51 @@ struct LocalRows {
                 entries.append((identity, edgeDigest))
                 continue
             }
+            let authoritative = detailed ? versionRow?[1].textValue.flatMap(Self.checksumDigest) : nil
             // An unprotected edge without its row or version cannot verify: leaving it out changes the
             // cardinality, so the scope mismatches and is rebuilt.
-            guard let stored, let version else { continue }
+            guard let stored, let version else {
+                if detailed {
+                    if stored != nil || authoritative != nil {
+                        audit.missingRows[tableName, default: 0] += 1
+                    } else {
+                        audit.staleEdges += 1
+                    }
+                }
+                continue
+            }
             var members: [JSONMember] = []
             for (column, value) in zip(table.columns, stored) {
                 members.append(JSONMember(column.fieldID, Self.wireValue(value, type: column.logicalType) ?? .null))
             }
-            let computed = try digester.digest(
-                tableID: table.tableID, primaryKey: primaryKey, row: .object(JSONObject(members)),
-                serverVersion: version)
+            let computed: (identity: RowIdentity, digest: [UInt8])
+            do {
+                computed = try digester.digest(
+                    tableID: table.tableID, primaryKey: primaryKey, row: .object(JSONObject(members)),
+                    serverVersion: version)
+            } catch {
+                // A stored value the manifest cannot digest (a damaged row) cannot verify either.
+                if detailed { audit.mismatchedRows[tableName, default: 0] += 1 }
+                continue
+            }
+            if detailed {
+                if let authoritative, computed.digest != authoritative {
+                    audit.mismatchedRows[tableName, default: 0] += 1
+                } else if computed.digest != edgeDigest {
+                    audit.staleEdges += 1
+                }
+            }
             entries.append((computed.identity, computed.digest))
         }
-        return try ScopeDigest.compute(schemaHash: manifest.schemaHashOctets, scopeID: scope, entries: entries)
-            .checksum
+        audit.checksum = try ScopeDigest.compute(
+            schemaHash: manifest.schemaHashOctets, scopeID: scope, entries: entries
+        ).checksum
+        return audit
+    }
+
+    /// The digest octets of a stored ChecksumObject, nil when it is not one.
+    private static func checksumDigest(_ text: String) -> [UInt8]? {
+        (try? Checksum(json: StrictJSONParser().parse(Array(text.utf8))))?.digest
     }
 
     // MARK: - Value conversion

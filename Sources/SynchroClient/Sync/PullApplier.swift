@@ -50,7 +50,10 @@ public struct PullApplier: Sendable {
         let request = try request()
         let body = try SyncExchange.mapping { try CanonicalJSON.encode(request.json) }
         let (json, _) = try SyncExchange.post(context.transport, path: "/sync/pull", body: body)
-        return try apply(json: json, request: request)
+        SyncCrashPoint.pullReceived.reached()
+        let outcome = try apply(json: json, request: request)
+        SyncCrashPoint.pullPage.reached()
+        return outcome
     }
 
     /// Pulls pages until a terminal page; returns the terminal page's outcome.

@@ -43,7 +43,7 @@ public struct RebuildApplier: Sendable {
     public func start(scope: String) throws(SyncError) -> RebuildAttempt {
         let uuids = context.store.configuration.uuids
         let limit = context.pageLimit
-        return try context.store.applySync { connection in
+        let attempt = try context.store.applySync { connection in
             let binding = try ScopeStore.binding(on: connection)
             guard let local = try ScopeStore.all(on: connection).first(where: { $0.scopeID == scope }) else {
                 throw SyncError.invalidState(reason: "the scope is not assigned")
@@ -76,6 +76,8 @@ public struct RebuildApplier: Sendable {
                 ])
             return attempt
         }
+        SyncCrashPoint.rebuildStarted.reached()
+        return attempt
     }
 
     /// The exact request the stored attempt makes next.
@@ -107,6 +109,7 @@ public struct RebuildApplier: Sendable {
         guard let attempt = try attempt(scope: scope) else { throw .invalidState(reason: "no rebuild attempt") }
         let body = try SyncExchange.mapping { try CanonicalJSON.encode(try request(for: attempt).json) }
         let (json, bytes) = try SyncExchange.post(context.transport, path: "/sync/rebuild", body: body)
+        SyncCrashPoint.rebuildReceived.reached()
         return try apply(json: json, responseBytes: bytes, requestBytes: body, attempt: attempt)
     }
 
@@ -203,8 +206,12 @@ public struct RebuildApplier: Sendable {
             return .final
         }
         switch outcome {
-        case .intermediate: return false
-        case .final: return true
+        case .intermediate:
+            SyncCrashPoint.rebuildPage.reached()
+            return false
+        case .final:
+            SyncCrashPoint.rebuildFinal.reached()
+            return true
         case .mismatch:
             // Roll back the page's writes and discard the attempt, so the next start draws a new rebuild ID.
             try discardAttempt(scope: scope)

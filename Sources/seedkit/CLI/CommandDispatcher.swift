@@ -11,7 +11,7 @@ enum CommandDispatcher {
           digest push [FILE] --user ID        fingerprints and push-limit measures
           serve --dataset DIR --token USER=SECRET [options]
                                               run the reference protocol 3 server
-          sync --server URL --db FILE --token-env VAR [--until-current] [options]
+          sync --server URL --db FILE --token-env VAR [--until-current] [--schema-reset] [options]
                                               one headless sync cycle of a client store
           validate --db FILE [--server URL --token-env VAR] [--json]
                                               every consistency check of a client store, read-only

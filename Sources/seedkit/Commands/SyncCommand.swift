@@ -1,52 +1,116 @@
 import Foundation
+import SeedPipeline
 import SynchroClient
 import SynchroHTTP
 import SynchroProtocol
 
 /// `seedkit sync`: one complete sync cycle of a client store against a protocol 3 server
-/// (ARCHITECTURE.md, "Headless sync").
+/// (ARCHITECTURE.md, "Headless sync"), or with `--until-current` cycles until nothing is left to push and every
+/// scope is verified at the head. `--schema-reset` is the explicit recovery of an `unsupported` schema by an
+/// upgraded client (``SyncCycle/runSchemaReset()``); it is never done without being asked for.
 ///
 /// The store at `--db` is created on first use; its client ID is the one the store is bound to, else
-/// `--client-id`, else a new UUID. The bearer secret may come from `SEEDKIT_TOKEN` instead of the command
-/// line, where other users of the machine could read it; it is never printed.
+/// `--client-id`, else a new UUID. The bearer secret comes from the variable `--token-env` names (or
+/// `SEEDKIT_TOKEN`, or `--token`, where other users of the machine could read it); it is never printed.
 enum SyncCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(
-            words, flags: ["json"], valued: ["server", "db", "token", "client-id", "app-version", "page-limit"])
-        // Not `requirePositionals`: its message echoes the word, which could be a misplaced secret.
-        guard arguments.positionals.isEmpty else {
-            throw Arguments.UsageError(message: "sync takes no positional arguments")
-        }
-        guard let server = arguments.values["server"] else {
-            throw Arguments.UsageError(message: "sync needs --server URL")
-        }
-        guard server.hasPrefix("http://") || server.hasPrefix("https://") else {
-            throw Arguments.UsageError(message: "--server needs an http:// or https:// URL")
-        }
-        guard let path = arguments.values["db"], !path.isEmpty else {
-            throw Arguments.UsageError(message: "sync needs --db FILE")
-        }
-        guard let token = arguments.values["token"] ?? ProcessInfo.processInfo.environment["SEEDKIT_TOKEN"],
-              !token.isEmpty
-        else {
-            throw Arguments.UsageError(message: "sync needs --token SECRET (or SEEDKIT_TOKEN)")
-        }
-        let appVersion = arguments.values["app-version"] ?? "1.0.0"
-        guard SemanticVersion(appVersion) != nil else {
-            throw Arguments.UsageError(message: "--app-version needs a SemVer version")
-        }
-        var pageLimit: Int64 = 100
-        if let text = arguments.values["page-limit"] {
-            guard let limit = Int64(text), (1...1000).contains(limit) else {
-                throw Arguments.UsageError(message: "--page-limit needs a count in 1…1000")
+            words, flags: ["json", "until-current", "schema-reset"], valued: SyncSession.options)
+        let options = try SyncSession.Options(arguments, command: "sync")
+        return SyncSession.run(options, createStore: true) { cycle, output throws(SyncCycleError) in
+            if arguments.flags.contains("schema-reset") {
+                // The explicit recovery of an `unsupported` schema; later cycles are ordinary ones.
+                output.summary(try cycle.runSchemaReset())
+                if arguments.flags.contains("until-current") {
+                    for summary in try cycle.runUntilCurrent() { output.summary(summary) }
+                }
+            } else if arguments.flags.contains("until-current") {
+                for summary in try cycle.runUntilCurrent() { output.summary(summary) }
+            } else {
+                output.summary(try cycle.run())
             }
-            pageLimit = limit
         }
-        let output = Output(json: arguments.flags.contains("json"))
+    }
 
+    /// The bearer secret: from the variable `--token-env` names, else `--token`, else `SEEDKIT_TOKEN`.
+    static func credential(_ arguments: Arguments) throws(Arguments.UsageError) -> String {
+        let environment = ProcessInfo.processInfo.environment
+        if let variable = arguments.values["token-env"] {
+            guard let token = environment[variable], !token.isEmpty else {
+                throw Arguments.UsageError(message: "--token-env names a variable that is unset or empty")
+            }
+            return token
+        }
+        guard let token = arguments.values["token"] ?? environment["SEEDKIT_TOKEN"], !token.isEmpty else {
+            throw Arguments.UsageError(message: "a credential is needed: --token-env VAR, --token or SEEDKIT_TOKEN")
+        }
+        return token
+    }
+}
+
+/// What `sync` and `rebuild` share: the options, the store, the transport and the cycle.
+enum SyncSession {
+    /// The valued options both commands accept.
+    static let options: Set<String> = ["server", "db", "token", "token-env", "client-id", "app-version", "page-limit"]
+
+    /// The parsed common options.
+    struct Options {
+        let server: String
+        let path: String
+        let token: String
+        let clientID: String?
+        let appVersion: String
+        let pageLimit: Int64
+        let json: Bool
+
+        init(_ arguments: Arguments, command: String) throws(Arguments.UsageError) {
+            // Not `requirePositionals`: its message echoes the word, which could be a misplaced secret.
+            guard arguments.positionals.isEmpty else {
+                throw Arguments.UsageError(message: "\(command) takes no positional arguments")
+            }
+            guard let server = arguments.values["server"] else {
+                throw Arguments.UsageError(message: "\(command) needs --server URL")
+            }
+            guard server.hasPrefix("http://") || server.hasPrefix("https://") else {
+                throw Arguments.UsageError(message: "--server needs an http:// or https:// URL")
+            }
+            guard let path = arguments.values["db"], !path.isEmpty else {
+                throw Arguments.UsageError(message: "\(command) needs --db FILE")
+            }
+            token = try SyncCommand.credential(arguments)
+            appVersion = arguments.values["app-version"] ?? "1.0.0"
+            guard SemanticVersion(appVersion) != nil else {
+                throw Arguments.UsageError(message: "--app-version needs a SemVer version")
+            }
+            var pageLimit: Int64 = 100
+            if let text = arguments.values["page-limit"] {
+                guard let limit = Int64(text), (1...1000).contains(limit) else {
+                    throw Arguments.UsageError(message: "--page-limit needs a count in 1…1000")
+                }
+                pageLimit = limit
+            }
+            self.server = server
+            self.path = path
+            self.pageLimit = pageLimit
+            clientID = arguments.values["client-id"]
+            json = arguments.flags.contains("json")
+        }
+    }
+
+    /// Opens the store (creating it only when `createStore`), builds the cycle and runs `body` with it; a cycle
+    /// failure is printed and exits 1.
+    static func run(
+        _ options: Options, createStore: Bool,
+        _ body: (SyncCycle, SyncOutput) throws(SyncCycleError) -> Void
+    ) -> ExitStatus {
+        let output = SyncOutput(json: options.json)
+        guard createStore || FileManager.default.fileExists(atPath: options.path) else {
+            Terminal.err("seedkit: cannot open the client store: \(options.path) does not exist\n")
+            return .invalidInput
+        }
         let store: ClientStore
         do {
-            store = try openStore(path: path, clientID: arguments.values["client-id"])
+            store = try openStore(path: options.path, clientID: options.clientID)
         } catch let error as StoreOpenError {
             Terminal.err("seedkit: \(error.message)\n")
             return error.isUsage ? .invalidInput : .checkFailed
@@ -55,20 +119,20 @@ enum SyncCommand {
             return .checkFailed
         }
         defer { store.close() }
-        let transport: CurlSyncTransport
+        let transport: HTTPSyncTransport
         do {
-            transport = CurlSyncTransport(
-                curl: try CurlTransport(configuration: .init(baseURL: server)), credential: token,
-                appVersion: appVersion)
+            transport = try HTTPSyncTransport(
+                baseURL: options.server, credential: options.token, appVersion: options.appVersion)
         } catch {
             Terminal.err("seedkit: cannot set up the transport: \(error)\n")
             return .checkFailed
         }
         let context = SyncContext(
-            store: store, transport: transport, platform: "linux", appVersion: appVersion, pageLimit: pageLimit)
+            store: store, transport: transport, platform: "linux", appVersion: options.appVersion,
+            pageLimit: options.pageLimit)
         let cycle = SyncCycle(context: context, delay: Self.sleep, events: output.event)
-        do {
-            output.summary(try cycle.run())
+        do throws(SyncCycleError) {
+            try body(cycle, output)
             return .success
         } catch {
             output.failure(error)
@@ -111,25 +175,9 @@ enum SyncCommand {
     }
 }
 
-/// `CurlTransport` adapted to the engine's transport: every exchange is a protocol POST with the bearer
-/// credential and `X-App-Version`.
-private struct CurlSyncTransport: SyncTransport {
-    let curl: CurlTransport
-    let credential: String
-    let appVersion: String
-
-    func post(path: String, body: [UInt8]) throws -> SyncReply {
-        let response = try curl.send(
-            .protocolPost(path: path, body: body, credential: credential, appVersion: appVersion))
-        return SyncReply(
-            status: response.status, headers: response.headers.map { (name: $0.name, value: $0.value) },
-            body: response.body)
-    }
-}
-
 /// Progress and results: progress lines on standard error when it is a terminal, or JSON Lines events on
 /// standard output with `--json`. Nothing printed carries a token, cursor or row value.
-private struct Output: Sendable {
+struct SyncOutput: Sendable {
     let json: Bool
     let progress: Bool
 
@@ -189,6 +237,13 @@ private struct Output: Sendable {
         case .retryScheduled(let phase, let attempt, let status, let delay):
             "\(phase.rawValue) attempt \(attempt) failed (\(status.map { "HTTP \($0)" } ?? "no response")), "
                 + "retrying in \(milliseconds(delay)) ms"
+        case .schemaApplied(let action): "schema action \(action) applied"
+        case .mutationAccepted(let id): "mutation \(id) accepted"
+        case .mutationRejected(let id, let code): "mutation \(id) rejected (\(code))"
+        case .rebuildRequested(let scope): "rebuild of \(scope) requested"
+        case .rebuildCompleted(let scope): "rebuild of \(scope) completed"
+        case .stateChanged(let state): "state \(state.rawValue)"
+        case .failed(let error): "failed: \(error)"
         }
     }
 
@@ -207,6 +262,14 @@ private struct Output: Sendable {
                 "event": .string("retry_scheduled"), "phase": .string(phase.rawValue), "attempt": number(attempt),
                 "status": status.map(number) ?? .null, "delay_ms": .number(JSONNumber(milliseconds(delay))),
             ]
+        case .schemaApplied(let action): ["event": .string("schema_applied"), "action": .string(action)]
+        case .mutationAccepted(let id): ["event": .string("mutation_accepted"), "mutation_id": .string(id)]
+        case .mutationRejected(let id, let code):
+            ["event": .string("mutation_rejected"), "mutation_id": .string(id), "code": .string(code)]
+        case .rebuildRequested(let scope): ["event": .string("rebuild_requested"), "scope": .string(scope)]
+        case .rebuildCompleted(let scope): ["event": .string("rebuild_completed"), "scope": .string(scope)]
+        case .stateChanged(let state): ["event": .string("state_changed"), "state": .string(state.rawValue)]
+        case .failed(let error): ["event": .string("failed"), "message": .string(error.description)]
         }
     }
 

@@ -84,7 +84,9 @@ enum ValidateCommand {
                 JSONMember("rows", .number(JSONNumber(Int64(scope.rows)))),
                 JSONMember("has_cursor", .bool(scope.hasCursor)),
                 JSONMember("has_checksum", .bool(scope.hasChecksum)),
+                JSONMember("digest", .string(scope.digest.rawValue)),
                 JSONMember("digest_verified", .bool(scope.digestVerified)),
+                JSONMember("rows_awaiting_pull", .number(JSONNumber(Int64(scope.rowsAwaitingPull)))),
                 JSONMember("server", scope.server.map { .string($0.rawValue) } ?? .null),
             ]))
         }
@@ -103,7 +105,13 @@ enum ValidateCommand {
     static func text(_ validation: StoreValidation) -> String {
         var lines: [String] = []
         for scope in validation.scopes {
-            let digest = scope.digestVerified ? "digest verified" : scope.hasChecksum ? "digest FAILED" : "no checksum"
+            let digest = switch scope.digest {
+            case .verified: "digest verified"
+            case .mismatch: "digest FAILED"
+            case .awaitingPull: "\(scope.rowsAwaitingPull) row(s) await the pull echo"
+            case .awaitingSchemaVerification: "checksum awaits verification under the active schema"
+            case .noChecksum: "no checksum"
+            }
             lines.append("scope \(scope.scopeID): \(scope.rows) rows, \(digest)"
                 + (scope.server.map { ", server: \($0.rawValue.replacingOccurrences(of: "_", with: " "))" } ?? ""))
         }

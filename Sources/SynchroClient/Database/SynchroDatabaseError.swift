@@ -1,0 +1,55 @@
+/// Why a ``SynchroDatabase`` call failed. Cases name rules, paths and codes only: never credentials, tokens,
+/// request bodies or row values.
+public enum SynchroDatabaseError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Another open ``SynchroDatabase`` (in this or another process) owns the database.
+    case databaseInUse(path: String)
+    /// The lock file beside the database could not be created or locked.
+    case lockUnavailable(path: String, errno: Int32)
+    /// The local store failed to open or to answer.
+    case store(ClientStoreError)
+    /// A sync lifecycle method was called from inside an application transaction callback; refused before any
+    /// lifecycle lock is taken.
+    case calledInsideApplicationTransaction
+    /// A stored blocking error stops sync until its recovery action is taken (`schema_reset`:
+    /// ``SynchroDatabase/resetSchema()``).
+    case syncBlocked(operation: String, code: String, recoveryAction: String)
+    /// `syncNow()` was called while sync is not started.
+    case syncNotStarted
+    /// A schema reset was requested but no `unsupported` schema awaits one.
+    case schemaResetNotPending
+    /// A retained record is neither a current nor a legacy record (only some of its fields are present).
+    case inconsistentRecord(mutationID: String, rule: String)
+    /// The database was closed.
+    case closed
+
+    /// Stable snake_case name of the rule.
+    public var rule: String {
+        switch self {
+        case .databaseInUse: "database_in_use"
+        case .lockUnavailable: "lock_unavailable"
+        case .store(let error): "store.\(error.rule)"
+        case .calledInsideApplicationTransaction: "called_inside_application_transaction"
+        case .syncBlocked: "sync_blocked"
+        case .syncNotStarted: "sync_not_started"
+        case .schemaResetNotPending: "schema_reset_not_pending"
+        case .inconsistentRecord: "inconsistent_record"
+        case .closed: "closed"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .databaseInUse(let path): "the database \(path) is already open in another SynchroDatabase"
+        case .lockUnavailable(let path, let errno): "cannot lock \(path) (errno \(errno))"
+        case .store(let error): "store: \(error)"
+        case .calledInsideApplicationTransaction:
+            "a sync lifecycle method was called from inside an application transaction"
+        case .syncBlocked(let operation, let code, let recovery):
+            "sync is blocked by \(code) during \(operation) (recovery: \(recovery))"
+        case .syncNotStarted: "sync is not started"
+        case .schemaResetNotPending: "no unsupported schema awaits a reset"
+        case .inconsistentRecord(let id, let rule): "retained record \(id) is inconsistent (\(rule))"
+        case .closed: "the database is closed"
+        }
+    }
+}
