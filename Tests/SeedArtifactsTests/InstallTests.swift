@@ -146,4 +146,77 @@ struct InstallTests {
         }
         #expect(try VerifyFixtures.strayFiles(in: directory, keeping: []) == ["seed.db", "seed.db.zst"])
     }
+
+    // MARK: - Proving the copy's rows equal the seed's
+
+    @Test("a table whose pages the migration did not touch is proven equal to the seed's by its pages")
+    func untouchedTablesAreProvenByPages() throws {
+        let directory = try TemporaryDirectory(prefix: "seedkit-install")
+        let seed = try VerifyFixtures.cleanCopy(in: directory)
+        let staged = directory.path(".app.db.seed-pages")
+        try SeedStaging.copy(seed, to: staged)
+        let store = try ClientStore(configuration: ClientStoreConfiguration(path: staged, clientID: "seedkit-test"))
+        store.close()
+        SeedStaging.removeSidecars(of: staged)
+
+        func proven(_ table: String) throws -> Bool {
+            let connection = try Connection(path: staged, mode: .readOnly)
+            defer { connection.close() }
+            try connection.run("ATTACH DATABASE ? AS seed", [.text(SeedFileProbe.immutableURI(seed))])
+            return SeedPageIdentity(copy: staged, seed: seed)?.proves(table: table, on: connection) == true
+        }
+        #expect(try proven("products"))
+        #expect(try proven("_synchro_row_versions"))
+        #expect(try !proven("_synchro_scope_rows"), "v13 rebuilds the scope tables")
+        #expect(try !proven("no_such_table"))
+
+        try VerifyFixtures.modify(
+            staged, "UPDATE products SET title = title || '!' WHERE id = (SELECT max(id) FROM products)")
+        SeedStaging.removeSidecars(of: staged)
+        #expect(try !proven("products"), "one changed leaf page")
+        #expect(try proven("_synchro_row_versions"))
+    }
+
+    @Test("a product changed in the copy only is found by the installer checks, not hidden by the seed's audit")
+    func copyDifferingFromTheSeedIsAuditedOnItsOwn() throws {
+        let directory = try TemporaryDirectory(prefix: "seedkit-install")
+        let seed = try VerifyFixtures.cleanCopy(in: directory)
+        let staged = directory.path(".app.db.seed-differs")
+        try SeedStaging.copy(seed, to: staged)
+        try VerifyFixtures.modify(
+            staged, "UPDATE products SET title = title || '!' WHERE id = (SELECT max(id) FROM products)")
+        let store = try ClientStore(configuration: ClientStoreConfiguration(path: staged, clientID: "seedkit-test"))
+        store.close()
+        SeedStaging.removeSidecars(of: staged)
+
+        let shared = SharedRowAudit()
+        var publication = PublicationVerifier(path: seed, options: SeedVerificationOptions(), shared: shared)
+        publication.run()
+        #expect(publication.collector.finish().findings == [])
+        let collector = FindingCollector(limit: 20)
+        InstalledSeedValidator(path: staged, collector: collector, seed: (seed, shared)).run()
+        let findings = collector.finish().findings
+        #expect(findings.contains { $0.check == .installerScopeDigest && $0.table == "products" })
+    }
+
+    @Test("capture trigger texts compare by their words, whatever the whitespace")
+    func triggerTextsCompareByWords() {
+        let equal = [
+            ("CREATE TRIGGER t AFTER INSERT ON p BEGIN SELECT 1; END",
+             "CREATE  TRIGGER t\n\tAFTER INSERT ON p\r\nBEGIN\n  SELECT 1;\nEND\n"),
+            ("  a b ", "a b"),
+            ("", " \n "),
+            ("SELECT 'ü'  FROM t", "SELECT 'ü' FROM t"),
+            ("a\u{00A0}b", "a b"),
+        ]
+        for (a, b) in equal {
+            #expect(InstalledSeedValidator.equalCollapsed(a, b), "\(a.debugDescription) \(b.debugDescription)")
+            #expect(InstalledSeedValidator.collapsed(a) == InstalledSeedValidator.collapsed(b))
+        }
+        let different = [("a b", "a bc"), ("a b", "ab"), ("a b c", "a b"), ("SELECT 1", "SELECT 2"), ("x", "")]
+        for (a, b) in different {
+            #expect(!InstalledSeedValidator.equalCollapsed(a, b), "\(a.debugDescription) \(b.debugDescription)")
+            #expect(!InstalledSeedValidator.equalCollapsed(b, a))
+        }
+    }
 }

@@ -44,6 +44,14 @@ struct Tamper: Sendable, CustomTestStringConvertible {
                sql: "INSERT INTO categories (id, name) VALUES (9999, 'Extra')"),
         Tamper("an altered row value", .rowDigestMismatch, installer: .installerScopeDigest,
                sql: "UPDATE products SET title = title || ' (changed)' WHERE id = (SELECT min(id) FROM products)"),
+        Tamper("a row value stored as a BLOB", .rowValueInvalid, installer: .installerScopeDigest,
+               sql: "UPDATE products SET title = CAST(title AS BLOB) WHERE id = (SELECT min(id) FROM products)"),
+        Tamper("a boolean stored as a REAL", .rowValueInvalid, installer: .installerScopeDigest,
+               sql: "UPDATE products SET active = 0.5 WHERE id = (SELECT min(id) FROM products)"),
+        Tamper("a decimal that is not canonical", .rowValueInvalid, installer: .installerScopeDigest,
+               sql: "UPDATE products SET price = price || '0' WHERE id = (SELECT min(id) FROM products)"),
+        Tamper("a row value that is not UTF-8", .sqliteError, installer: .installerSQLiteError,
+               sql: "UPDATE products SET title = CAST(x'61C3' AS TEXT) WHERE id = (SELECT min(id) FROM products)"),
         Tamper("an altered row checksum", .rowDigestMismatch, installer: .installerScopeRow, sql: """
             UPDATE _synchro_row_versions SET row_checksum = '\(foreignChecksum)'
             WHERE rowid = (SELECT min(rowid) FROM _synchro_row_versions WHERE table_name = 'products')

@@ -100,6 +100,84 @@ struct VerifyUnitTests {
         }
     }
 
+    @Test("digesting stored values directly agrees with the wire path for every type and storage class")
+    func storedValuesMatchTheWirePath() throws {
+        let manifest = try Self.allTypesManifest()
+        let database = try Connection(path: ":memory:")
+        defer { database.close() }
+        try database.execute("CREATE TABLE v (x)")
+        let stored: [SQLiteValue] = [
+            .null, .integer(0), .integer(1), .integer(2), .integer(-7), .integer(Int64(Int32.max) + 1),
+            .integer(.max), .integer(.min), .real(0), .real(-0.0), .real(1.5), .real(0.1), .real(1e21),
+            .real(.leastNonzeroMagnitude), .real(.infinity), .real(.nan), .text(""), .text("grün"), .text("e\u{301}"),
+            .text("\u{FFFE}"), .text("12.34"), .text("12.340"), .text("-0"), .text("2024-02-29"),
+            .text("2023-02-29"), .text("23:59:59.999999"), .text("2024-02-29T12:34:56.123456Z"),
+            .text(#"{"a":1,"b":[true,null]}"#), .text(#"{"b":1,"a":2}"#), .text("AP8"), .text("9007199254740991"),
+            .text("1"), .blob([]), .blob([0xFF, 0x00, 0x10]),
+        ]
+        let fields = PortableType.allCases.map { "fld_\($0.rawValue)" }
+        var accepted: Set<PortableType> = []
+        for (index, type) in PortableType.allCases.enumerated() {
+            for value in stored {
+                try database.run("DELETE FROM v")
+                try database.run("INSERT INTO v (x) VALUES (?)", [value])
+                let statement = try database.prepare("SELECT x FROM v")
+                _ = try statement.step()
+                var digester = StoredRowDigester(manifest: manifest)
+                let layout = try digester.layout(tableID: "tbl_all", columnFieldIDs: ["fld_key"] + fields)
+                var version = "v1"
+                let direct = version.withUTF8 { serverVersion in
+                    digester.digest(layout, serverVersion: serverVersion) { column, field in
+                        switch column {
+                        case 0: var key = "k"; key.withUTF8 { field.text($0) }
+                        case 1 + index: SeedRowAudit.store(statement, column: 0, into: &field)
+                        default: field.null()
+                        }
+                    }
+                }
+                let read = try statement.value(at: 0)
+                var wireDigest: [UInt8]?
+                if let wire = SeedWireValue.wireValue(read, type: type) {
+                    let members = [JSONMember("fld_key", .string("k"))] + fields.map { JSONMember($0, .null) }
+                    var row = members
+                    row[1 + index] = JSONMember(fields[index], wire)
+                    var wireDigester = RowDigester(manifest: manifest)
+                    wireDigest = try? wireDigester.digest(
+                        tableID: "tbl_all", primaryKey: .string("k"), row: .object(JSONObject(row)),
+                        serverVersion: "v1").digest
+                }
+                if let direct {
+                    #expect(direct.digest == wireDigest, "\(type) \(read.storageClassName)")
+                    accepted.insert(type)
+                }
+            }
+        }
+        #expect(accepted == Set(PortableType.allCases), "every type has a stored form the direct path digests")
+    }
+
+    /// A manifest with one nullable field of every portable type, named `fld_<type>`, and a string key.
+    static func allTypesManifest() throws -> SchemaManifest {
+        let fields = PortableType.allCases.map { type in
+            let decimal = type == .decimal ? #", "precision": 6, "scale": 2"# : ""
+            let name = type.rawValue
+            return #"{"field_id": "fld_\#(name)", "name": "c_\#(name)", "type": "\#(name)", "nullable": true, "#
+                + #""writable": true\#(decimal)}"#
+        }
+        let template = #"""
+            {"schema_version": 1, "schema_hash": "HASH", "parent_schema": null, "transition_class": "initial",
+             "compatibility_floor": 1, "tables": [
+              {"table_id": "tbl_all", "relation_id": "rel_all", "name": "all_types", "composition": "single_scope",
+               "primary_key_field_id": "fld_key",
+               "lifecycle": {"created_at_field_id": null, "updated_at_field_id": null, "deleted_at_field_id": null},
+               "fields": [{"field_id": "fld_key", "name": "id", "type": "string", "nullable": false, "writable": false},
+                          FIELDS],
+               "indexes": []}]}
+            """#.replacing("FIELDS", with: fields.joined(separator: ", "))
+        let placeholder = template.replacing("HASH", with: String(repeating: "0", count: 64))
+        let hash = try SchemaManifest.computeHash(json: try StrictJSONParser().parse(placeholder))
+        return try SchemaManifest(json: try StrictJSONParser().parse(template.replacing("HASH", with: hash)))
+    }
+
     // MARK: - Schema words
 
     @Test("forbidden words are found as whole words only, in any case")

@@ -61,12 +61,12 @@ struct InstalledSeedValidator {
             return
         }
         defer { connection.close() }
-        step("PRAGMA integrity_check") {
-            let lines = try connection.integrityCheck()
-            if lines != ["ok"] {
-                collector.add(.installerIntegrityCheck, "PRAGMA integrity_check reported \(lines.count) problems: "
-                                  + lines.prefix(5).joined(separator: "; "))
-            }
+        // Item 1 runs concurrently with items 2–15; its finding is listed first.
+        let integrity = IntegrityCheckTask(path: path)
+        let integrityPosition = collector.listed
+        defer {
+            integrity.report(into: collector, at: integrityPosition, as: .installerIntegrityCheck,
+                             failure: .installerSQLiteError)
         }
         step("checking the table set") {
             for table in Self.requiredTables where !(try connection.tableExists(table)) {
@@ -111,9 +111,8 @@ struct InstalledSeedValidator {
     /// again under the installer checks. Nil when the checks do not run alongside, when their audit did not run,
     /// or when the migration changed anything: the copy is then audited on its own.
     private func sharedAudit(_ manifest: ClientManifest, _ connection: Connection) -> RowAuditResult? {
-        guard let seed, (try? sameRows(as: seed.path, manifest, connection)) == true,
-              let audit = seed.shared.wait()
-        else { return nil }
+        guard let seed, (try? sameRows(as: seed.path, manifest, connection)) == true else { return nil }
+        guard let audit = seed.shared.wait() else { return nil }
         collector.evaluated(RowAuditChecks.installer.all)
         let publication = RowAuditChecks.publication.all
         let installer = RowAuditChecks.installer.all
@@ -126,9 +125,10 @@ struct InstalledSeedValidator {
     }
 
     /// Whether every synced table, `_synchro_row_versions`, `_synchro_scope_rows` and `_synchro_scopes` of the copy
-    /// equal the seed's: the same rowids holding the same values of the same storage classes, by one rowid join per
-    /// table against the attached seed. The migration leaves these rows in place (v13 copies the scope tables in
-    /// rowid order), so equal files compare equal; any other difference only costs the copy its own audit.
+    /// equal the seed's: the same rowids holding the same values of the same storage classes. A table the migration
+    /// did not touch is proven equal by its pages (``SeedPageIdentity``); any other is compared by one rowid join
+    /// against the attached seed. The migration leaves these rows in place (v13 copies the scope tables in rowid
+    /// order), so equal files compare equal; any other difference only costs the copy its own audit.
     private func sameRows(as seedPath: String, _ manifest: ClientManifest, _ connection: Connection) throws -> Bool {
         try connection.run("ATTACH DATABASE ? AS seed", [.text(SeedFileProbe.immutableURI(seedPath))])
         defer { try? connection.execute("DETACH DATABASE seed") }
@@ -145,8 +145,10 @@ struct InstalledSeedValidator {
         tables.append(("_synchro_scopes", [
             ("scope_id", false), ("cursor", true), ("checksum", true), ("generation", true), ("local_checksum", true),
         ]))
-        for (table, columns) in tables where try !sameRows(table, columns, connection) {
-            return false
+        let pages = SeedPageIdentity(copy: path, seed: seedPath)
+        for (table, columns) in tables {
+            if let pages, pages.proves(table: table, on: connection) { continue }
+            guard try sameRows(table, columns, connection) else { return false }
         }
         return true
     }
@@ -301,7 +303,7 @@ struct InstalledSeedValidator {
                     collector.add(.installerTrigger, table: table.tableName, "trigger \(name) is missing")
                     continue
                 }
-                if Self.collapsed(stored) != Self.collapsed(sql) {
+                if !Self.equalCollapsed(stored, sql) {
                     collector.add(.installerTrigger, table: table.tableName,
                                   "trigger \(name) differs from the client's capture trigger generator")
                 }
@@ -312,6 +314,16 @@ struct InstalledSeedValidator {
     /// The text with every whitespace run collapsed to one space, trimmed.
     static func collapsed(_ text: String) -> String {
         text.split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
+    }
+
+    /// `collapsed(a) == collapsed(b)`, compared octet by octet when both texts are ASCII (whose only whitespace
+    /// characters are U+0009…U+000D and U+0020): the capture triggers' SQL is long, and classifying each of its
+    /// characters as Unicode whitespace dominated this check.
+    static func equalCollapsed(_ a: String, _ b: String) -> Bool {
+        var a = a
+        var b = b
+        let compared = a.withUTF8 { x in b.withUTF8 { y in ASCIIWords.equal(x, y) } }
+        return compared ?? (collapsed(a) == collapsed(b))
     }
 
     // MARK: - Items 10 and 11
@@ -408,5 +420,38 @@ struct InstalledSeedValidator {
                               "the scope digest recomputed from the rows differs from the receipt checksum")
             }
         }
+    }
+}
+
+/// Whitespace-separated words of ASCII text.
+private enum ASCIIWords {
+    /// Whether `x` and `y` hold the same words in the same order; nil when either is not ASCII.
+    static func equal(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<UInt8>) -> Bool? {
+        guard x.allSatisfy({ $0 < 0x80 }), y.allSatisfy({ $0 < 0x80 }) else { return nil }
+        var i = skipSpace(x, 0)
+        var j = skipSpace(y, 0)
+        while i < x.count && j < y.count {
+            while i < x.count && j < y.count && !isSpace(x[i]) && !isSpace(y[j]) {
+                guard x[i] == y[j] else { return false }
+                i += 1
+                j += 1
+            }
+            let xEnded = i == x.count || isSpace(x[i])
+            let yEnded = j == y.count || isSpace(y[j])
+            guard xEnded && yEnded else { return false }
+            i = skipSpace(x, i)
+            j = skipSpace(y, j)
+        }
+        return i == x.count && j == y.count
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || (0x09...0x0D).contains(byte)
+    }
+
+    private static func skipSpace(_ text: UnsafeBufferPointer<UInt8>, _ start: Int) -> Int {
+        var index = start
+        while index < text.count && isSpace(text[index]) { index += 1 }
+        return index
     }
 }

@@ -53,7 +53,9 @@ enum SeedStaging {
 
     // MARK: - Files
 
-    /// Copies `source` to a new file `target` (never an existing one), synced to disk.
+    /// Copies `source` to a new file `target` (never an existing one). Not synced: the copy is a scratch file under a
+    /// temporary name until ``SeedInstaller`` syncs it right before linking it into place, and a verification
+    /// deletes it; syncing it here would only wait for the disk twice.
     static func copy(_ source: String, to target: String) throws(IOFailure) {
         let input = open(source, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw IOFailure(operation: "open", path: source, errno: errno) }
@@ -82,7 +84,6 @@ enum SeedStaging {
                 written += result
             }
         }
-        guard fsync(output) == 0 else { throw IOFailure(operation: "fsync", path: target, errno: errno) }
         closed = true
         guard close(output) == 0 else { throw IOFailure(operation: "close", path: target, errno: errno) }
     }

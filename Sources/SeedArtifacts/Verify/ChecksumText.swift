@@ -14,12 +14,7 @@ enum ChecksumText {
 
     /// The 32 digest octets of a ChecksumObject JSON text, nil when the text is not one.
     static func objectDigest(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
-        for (prefix, suffix) in [(sortedPrefix, sortedSuffix), (goPrefix, goSuffix)]
-        where text.count == prefix.count + 64 + suffix.count
-            && text.starts(with: prefix) && text.suffix(suffix.count).elementsEqual(suffix)
-        {
-            return bareDigest(UnsafeBufferPointer(rebasing: text[prefix.count..<(prefix.count + 64)]))
-        }
+        if let hex = commonSpellingDigest(text) { return bareDigest(hex) }
         guard let json = try? StrictJSONParser().parse(Array(text)), let checksum = try? Checksum(json: json) else {
             return nil
         }
@@ -29,15 +24,26 @@ enum ChecksumText {
     /// Whether a ChecksumObject JSON text carries `digest`: true or false, nil when the text is not a checksum
     /// object. The common spellings are compared in place, without allocating.
     static func object(_ text: UnsafeBufferPointer<UInt8>, carries digest: [UInt8]) -> Bool? {
-        for (prefix, suffix) in [(sortedPrefix, sortedSuffix), (goPrefix, goSuffix)]
-        where text.count == prefix.count + 64 + suffix.count
-            && text.starts(with: prefix) && text.suffix(suffix.count).elementsEqual(suffix)
-        {
-            let hex = UnsafeBufferPointer(rebasing: text[prefix.count..<(prefix.count + 64)])
+        if let hex = commonSpellingDigest(text) {
             if bareHex(hex, equals: digest) { return true }
             return bareDigest(hex) == nil ? nil : false
         }
         return objectDigest(text).map { $0 == digest }
+    }
+
+    /// The 64 characters between the digest quotes when `text` has the shape of one of the two common spellings.
+    private static func commonSpellingDigest(_ text: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
+        if let hex = digest(in: text, prefix: sortedPrefix, suffix: sortedSuffix) { return hex }
+        return digest(in: text, prefix: goPrefix, suffix: goSuffix)
+    }
+
+    private static func digest(
+        in text: UnsafeBufferPointer<UInt8>, prefix: [UInt8], suffix: [UInt8]
+    ) -> UnsafeBufferPointer<UInt8>? {
+        guard text.count == prefix.count + 64 + suffix.count, text.starts(with: prefix),
+              text.suffix(suffix.count).elementsEqual(suffix)
+        else { return nil }
+        return UnsafeBufferPointer(rebasing: text[prefix.count..<(prefix.count + 64)])
     }
 
     /// ``objectDigest(_:)-(UnsafeBufferPointer<UInt8>)`` of a Swift string.
@@ -65,7 +71,7 @@ enum ChecksumText {
             var i = 0
             while i < 32 {
                 let octet = octets[i]
-                guard text[2 * i] == hexDigits[Int(octet >> 4)], text[2 * i + 1] == hexDigits[Int(octet & 0x0F)] else {
+                guard text[2 * i] == hexDigit(octet >> 4), text[2 * i + 1] == hexDigit(octet & 0x0F) else {
                     return false
                 }
                 i += 1
@@ -74,7 +80,11 @@ enum ChecksumText {
         }
     }
 
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+    /// The lowercase hex digit of a nibble.
+    @inline(__always)
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") &+ nibble : UInt8(ascii: "a") &- 10 &+ nibble
+    }
 
     @inline(__always)
     private static func nibble(_ byte: UInt8) -> UInt8? {

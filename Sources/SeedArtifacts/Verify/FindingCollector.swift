@@ -29,6 +29,18 @@ final class FindingCollector {
         if count <= limit { findings.append(finding) }
     }
 
+    /// Records `finding` at `position` in the list (a count of findings listed earlier, see ``listed``): where a
+    /// check that ran concurrently with later ones would have put it had it run in order.
+    func add(_ finding: SeedFinding, at position: Int) {
+        evaluated.insert(finding.check)
+        let count = counts[finding.check, default: 0] + 1
+        counts[finding.check] = count
+        if count <= limit { findings.insert(finding, at: min(max(position, 0), findings.count)) }
+    }
+
+    /// Number of findings listed so far.
+    var listed: Int { findings.count }
+
     func add(
         _ check: SeedCheck, scope: String? = nil, table: String? = nil, row: Int64? = nil, _ message: String
     ) {

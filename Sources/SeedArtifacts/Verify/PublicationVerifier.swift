@@ -31,9 +31,9 @@ struct PublicationVerifier {
         collector = FindingCollector(limit: options.maximumFindingsPerCheck)
     }
 
-    /// Runs every check; the findings are in `collector`.
+    /// Runs every check; the findings are in `collector`. The row audit is handed to `shared` as soon as it is
+    /// known, and exactly once.
     mutating func run() {
-        defer { shared?.publish(audit) }
         collector.evaluated(.sidecarPresent)
         for suffix in SeedFileProbe.sidecars(of: path) {
             collector.add(.sidecarPresent, "a \(suffix) file exists next to the seed; a seed is published alone")
@@ -43,30 +43,28 @@ struct PublicationVerifier {
             connection = try SeedFileProbe.openImmutable(path)
         } catch {
             collector.add(.sqliteError, "the seed cannot be opened read-only: \(error.codeName): \(error.message)")
+            shared?.publish(nil)
             return
         }
         defer { connection.close() }
-        checkIntegrity(connection)
+        collector.evaluated(.integrityCheck)
+        let integrity = IntegrityCheckTask(path: path)
+        let integrityPosition = collector.listed
         readMeta(connection)
         checkSchema(connection)
         checkUserVersion(connection)
         checkMeta()
         checkQueues(connection)
         checkSeedState(connection)
+        shared?.publish(audit)
         checkMigrations(connection)
+        integrity.report(into: collector, at: integrityPosition, as: .integrityCheck, failure: .integrityCheck)
     }
 
     // MARK: - §6 item 2
 
-    private mutating func checkIntegrity(_ connection: Connection) {
-        collector.evaluated(.integrityCheck)
-        collector.guarding("PRAGMA integrity_check", as: .integrityCheck) {
-            let lines = try connection.integrityCheck()
-            guard lines != ["ok"] else { return }
-            let shown = lines.prefix(5).joined(separator: "; ")
-            collector.add(.integrityCheck, "PRAGMA integrity_check reported \(lines.count) problems: \(shown)")
-        }
-    }
+    // `PRAGMA integrity_check` runs concurrently with the other checks (``IntegrityCheckTask``); its finding is
+    // listed in §6 order, after the sidecars'.
 
     // MARK: - §2.1
 

@@ -110,12 +110,13 @@ struct SeedRowAudit {
         collector.evaluated(checks.all)
         let before = Dictionary(checks.all.map { ($0, collector.count($0)) }, uniquingKeysWith: { first, _ in first })
         var result = RowAuditResult()
-        var digester = RowDigester(manifest: manifest.manifest)
+        var digesters = Digesters(
+            stored: StoredRowDigester(manifest: manifest.manifest), wire: RowDigester(manifest: manifest.manifest))
         var tables: [TableRows] = []
         for table in manifest.localSchema {
             guard let key = table.primaryKeyColumn else { continue }
             let rows = TableRows(table: table, key: key)
-            try readRows(rows, digester: &digester, into: collector)
+            try readRows(rows, digesters: &digesters, into: collector)
             try checkDuplicateKeys(rows, into: collector)
             result.rows += rows.rowids.count
             tables.append(rows)
@@ -124,7 +125,7 @@ struct SeedRowAudit {
         try checkEdgesOutsideManifest(into: collector)
         var members: [String: [(TableRows, Int)]] = [:]
         for rows in tables {
-            try readEdges(rows, members: &members, into: collector)
+            try readEdges(rows, allRows: result.rows, members: &members, into: collector)
             for position in rows.edgeCounts.indices where rows.edgeCounts[position] == 0 {
                 collector.add(checks.rowWithoutEdge, table: rows.table.tableName, row: Int64(position + 1),
                               "the row has no provenance edge in any scope")
@@ -141,7 +142,14 @@ struct SeedRowAudit {
 
     // MARK: - Rows
 
-    private func readRows(_ rows: TableRows, digester: inout RowDigester, into collector: FindingCollector) throws {
+    /// The two digesters of an audit: straight from stored values, and from wire values for the rows the first
+    /// does not vouch for.
+    private struct Digesters {
+        var stored: StoredRowDigester
+        var wire: RowDigester
+    }
+
+    private func readRows(_ rows: TableRows, digesters: inout Digesters, into collector: FindingCollector) throws {
         let table = rows.table
         let columns = table.columns.map { "t." + SQLiteIdentifier.quote($0.name) }.joined(separator: ", ")
         let statement = try connection.prepare("""
@@ -154,6 +162,7 @@ struct SeedRowAudit {
         try statement.bind([.text(table.tableName)])
         defer { statement.reset() }
         let versionColumn = table.columns.count + 1
+        let layout = storedLayout(table, digesters.stored)
         // One member per column, overwritten in place row after row (the row object built from it is released
         // before the next row, so no copy is made).
         var members = table.columns.map { JSONMember($0.fieldID, .null) }
@@ -167,78 +176,144 @@ struct SeedRowAudit {
                 continue
             }
             let position = rows.rowids.count
-            let ordinal = Int64(position + 1)
             rows.rowids.append(rowid)
             rows.edgeCounts.append(0)
-            var valid = true
-            var keyWire: JSONValue?
-            for (index, column) in table.columns.enumerated() {
-                let stored = try statement.value(at: 1 + index)
-                if column.isPrimaryKey && !Self.keyStorageFits(stored, column.logicalType) {
-                    collector.add(checks.primaryKey, table: table.tableName, row: ordinal,
-                                  "the primary key is stored as \(stored.storageClassName), which type "
-                                      + "\(column.logicalType.rawValue) does not allow")
-                    valid = false
-                    continue
-                }
-                guard let wire = SeedWireValue.wireValue(stored, type: column.logicalType) else {
-                    collector.add(checks.rowValue, table: table.tableName, row: ordinal,
-                                  "field \(column.fieldID): a stored \(stored.storageClassName) does not fit type "
-                                      + column.logicalType.rawValue)
-                    valid = false
-                    continue
-                }
-                if column.isPrimaryKey { keyWire = wire }
-                members[index] = JSONMember(column.fieldID, wire)
-            }
-            guard !statement.isNull(at: versionColumn) else {
-                collector.add(checks.rowWithoutVersion, table: table.tableName, row: ordinal,
-                              "the row has no row version")
-                rows.withoutVersion.insert(position)
-                rows.identities.append(identity(table, keyWire))
-                rows.digests.append(nil)
+            if let layout, let computed = Self.storedDigest(
+                statement, layout: layout, versionColumn: versionColumn, digester: &digesters.stored)
+            {
+                rows.versionsMatched += 1
+                record(computed, rows, position: position, statement: statement, versionColumn: versionColumn,
+                       into: collector)
                 continue
             }
-            rows.versionsMatched += 1
-            let serverVersion: String?
-            if case .text(let text) = try statement.value(at: versionColumn + 1), !text.isEmpty {
-                serverVersion = text
-            } else {
-                serverVersion = nil
-                collector.add(checks.rowVersion, table: table.tableName, row: ordinal,
-                              "the row's server version is empty or not text")
+            try readRow(statement, rows, position: position, members: &members, versionColumn: versionColumn,
+                        digester: &digesters.wire, into: collector)
+        }
+    }
+
+    /// The layout for digesting the table's rows straight from their stored values; nil when the local columns
+    /// are not exactly the manifest's fields with the manifest's types (then every row takes the wire path,
+    /// which reports why).
+    private func storedLayout(_ table: LocalSchemaTable, _ digester: StoredRowDigester) -> StoredRowLayout? {
+        guard let manifestTable = manifest.manifest.table(id: table.tableID),
+              table.columns.allSatisfy({ column in
+                  manifestTable.fields.contains { $0.fieldID == column.fieldID && $0.type == column.logicalType }
+              })
+        else { return nil }
+        return try? digester.layout(tableID: table.tableID, columnFieldIDs: table.columns.map(\.fieldID))
+    }
+
+    /// The row digested straight from the stored values of the current row, when it has a row version whose
+    /// server version is text and every value is in a form ``StoredRowDigester`` vouches for — exactly the rows
+    /// the wire path would digest without a finding, to the same digest. Nil otherwise, having recorded nothing.
+    private static func storedDigest(
+        _ statement: Statement, layout: StoredRowLayout, versionColumn: Int, digester: inout StoredRowDigester
+    ) -> (identity: RowIdentity, digest: [UInt8])? {
+        guard !statement.isNull(at: versionColumn), statement.storageClass(at: versionColumn + 1) == .text else {
+            return nil
+        }
+        return statement.withTextBytes(at: versionColumn + 1) { serverVersion in
+            digester.digest(layout, serverVersion: serverVersion) { column, value in
+                store(statement, column: 1 + column, into: &value)
             }
-            guard valid, let keyWire, let serverVersion else {
-                rows.identities.append(identity(table, keyWire))
-                rows.digests.append(nil)
-                rows.versionDigests[position] = versionDigest(statement, at: versionColumn + 2, table: table.tableName,
-                                                              ordinal: ordinal, into: collector)
+        }
+    }
+
+    /// Hands the value of `column` to `value` through the accessor of its storage class, without copying it.
+    static func store(_ statement: Statement, column: Int, into value: inout StoredValueWriter) {
+        switch statement.storageClass(at: column) {
+        case .null: value.null()
+        case .integer: value.integer(statement.int64(at: column))
+        case .real: value.real(statement.double(at: column))
+        case .text: statement.withTextBytes(at: column) { value.text($0) }
+        case .blob: statement.withBlobBytes(at: column) { value.blob($0) }
+        }
+    }
+
+    /// The wire path: every stored value is read, checked and converted with the client's mapping, and the row
+    /// digested from the wire values; each problem is a finding.
+    private func readRow(
+        _ statement: Statement, _ rows: TableRows, position: Int, members: inout [JSONMember], versionColumn: Int,
+        digester: inout RowDigester, into collector: FindingCollector
+    ) throws {
+        let table = rows.table
+        let ordinal = Int64(position + 1)
+        var valid = true
+        var keyWire: JSONValue?
+        for (index, column) in table.columns.enumerated() {
+            let stored = try statement.value(at: 1 + index)
+            if column.isPrimaryKey && !Self.keyStorageFits(stored, column.logicalType) {
+                collector.add(checks.primaryKey, table: table.tableName, row: ordinal,
+                              "the primary key is stored as \(stored.storageClassName), which type "
+                                  + "\(column.logicalType.rawValue) does not allow")
+                valid = false
                 continue
             }
-            do {
-                let computed = try digester.digest(
-                    tableID: table.tableID, primaryKey: keyWire, row: .object(JSONObject(members)),
-                    serverVersion: serverVersion)
-                rows.identities.append(computed.identity)
-                rows.digests.append(computed.digest)
-                let matches = statement.isNull(at: versionColumn + 2) ? nil : statement.withTextBytes(
-                    at: versionColumn + 2) { ChecksumText.object($0, carries: computed.digest) }
-                if matches != true {
-                    rows.versionDigests[position] = versionDigest(
-                        statement, at: versionColumn + 2, table: table.tableName, ordinal: ordinal, into: collector)
-                    if matches == false {
-                        collector.add(checks.rowDigest, table: table.tableName, row: ordinal,
-                                      "the row re-digested from its stored values differs from its row checksum")
-                    }
-                }
-            } catch {
-                rows.identities.append(identity(table, keyWire))
-                rows.digests.append(nil)
-                rows.versionDigests[position] = versionDigest(statement, at: versionColumn + 2, table: table.tableName,
-                                                              ordinal: ordinal, into: collector)
+            guard let wire = SeedWireValue.wireValue(stored, type: column.logicalType) else {
                 collector.add(checks.rowValue, table: table.tableName, row: ordinal,
-                              "the row cannot be digested: \(error.rule): \(error)")
+                              "field \(column.fieldID): a stored \(stored.storageClassName) does not fit type "
+                                  + column.logicalType.rawValue)
+                valid = false
+                continue
             }
+            if column.isPrimaryKey { keyWire = wire }
+            members[index] = JSONMember(column.fieldID, wire)
+        }
+        guard !statement.isNull(at: versionColumn) else {
+            collector.add(checks.rowWithoutVersion, table: table.tableName, row: ordinal, "the row has no row version")
+            rows.withoutVersion.insert(position)
+            rows.identities.append(identity(table, keyWire))
+            rows.digests.append(nil)
+            return
+        }
+        rows.versionsMatched += 1
+        let serverVersion: String?
+        if case .text(let text) = try statement.value(at: versionColumn + 1), !text.isEmpty {
+            serverVersion = text
+        } else {
+            serverVersion = nil
+            collector.add(checks.rowVersion, table: table.tableName, row: ordinal,
+                          "the row's server version is empty or not text")
+        }
+        guard valid, let keyWire, let serverVersion else {
+            rows.identities.append(identity(table, keyWire))
+            rows.digests.append(nil)
+            rows.versionDigests[position] = versionDigest(statement, at: versionColumn + 2, table: table.tableName,
+                                                          ordinal: ordinal, into: collector)
+            return
+        }
+        do {
+            let computed = try digester.digest(
+                tableID: table.tableID, primaryKey: keyWire, row: .object(JSONObject(members)),
+                serverVersion: serverVersion)
+            record(computed, rows, position: position, statement: statement, versionColumn: versionColumn,
+                   into: collector)
+        } catch {
+            rows.identities.append(identity(table, keyWire))
+            rows.digests.append(nil)
+            rows.versionDigests[position] = versionDigest(statement, at: versionColumn + 2, table: table.tableName,
+                                                          ordinal: ordinal, into: collector)
+            collector.add(checks.rowValue, table: table.tableName, row: ordinal,
+                          "the row cannot be digested: \(error.rule): \(error)")
+        }
+    }
+
+    /// Records a recomputed digest and compares it with the row's row checksum.
+    private func record(
+        _ computed: (identity: RowIdentity, digest: [UInt8]), _ rows: TableRows, position: Int,
+        statement: Statement, versionColumn: Int, into collector: FindingCollector
+    ) {
+        rows.identities.append(computed.identity)
+        rows.digests.append(computed.digest)
+        let matches = statement.isNull(at: versionColumn + 2) ? nil : statement.withTextBytes(
+            at: versionColumn + 2) { ChecksumText.object($0, carries: computed.digest) }
+        guard matches != true else { return }
+        let ordinal = Int64(position + 1)
+        rows.versionDigests[position] = versionDigest(
+            statement, at: versionColumn + 2, table: rows.table.tableName, ordinal: ordinal, into: collector)
+        if matches == false {
+            collector.add(checks.rowDigest, table: rows.table.tableName, row: ordinal,
+                          "the row re-digested from its stored values differs from its row checksum")
         }
     }
 
@@ -345,22 +420,25 @@ struct SeedRowAudit {
 
     /// Every edge of the table's records, joined with the row it names (the exact record ID text).
     private func readEdges(
-        _ rows: TableRows, members: inout [String: [(TableRows, Int)]], into collector: FindingCollector
+        _ rows: TableRows, allRows: Int, members: inout [String: [(TableRows, Int)]], into collector: FindingCollector
     ) throws {
         let name = rows.table.tableName
         let key = "t." + SQLiteIdentifier.quote(rows.key.name)
-        // `+e.table_name` keeps SQLite from walking the record index: one scan of the edges is cheaper than an
-        // index probe per edge.
+        // For a table holding most of the rows, `+e.table_name` keeps SQLite from walking the record index: one
+        // scan of the edges is cheaper than an index probe per edge. A small table's few edges are found through
+        // the index instead of a scan of every edge.
+        let filter = rows.rowids.count * 4 < allRows ? "e.table_name = ?1" : "+e.table_name = ?1"
         let statement = try connection.prepare("""
             SELECT e.rowid, e.scope_id, e.checksum, e.generation, t.rowid
             FROM _synchro_scope_rows AS e
             LEFT JOIN \(SQLiteIdentifier.quote(name)) AS t
                 ON \(key) = e.record_id AND CAST(\(key) AS TEXT) = e.record_id
-            WHERE +e.table_name = ?1
+            WHERE \(filter)
             """)
         try statement.bind([.text(name)])
         defer { statement.reset() }
         var currentScope: String?
+        var currentScopeText: [UInt8] = []
         var currentKnown = false
         var current: [(TableRows, Int)] = []
         func flush() {
@@ -369,13 +447,19 @@ struct SeedRowAudit {
         }
         while try statement.step() {
             let rowid = statement.int64(at: 0)
-            let scope = (try? statement.value(at: 1))?.textValue ?? ""
-            if scope != currentScope {
-                flush()
-                currentScope = scope
-                currentKnown = knownScopes.contains(scope)
+            // Edges come grouped by scope: the scope ID is decoded only when its octets change.
+            let sameScope = currentScope != nil && statement.storageClass(at: 1) == .text
+                && statement.withTextBytes(at: 1) { $0.elementsEqual(currentScopeText) }
+            if !sameScope {
+                let scope = (try? statement.value(at: 1))?.textValue ?? ""
+                if scope != currentScope {
+                    flush()
+                    currentScope = scope
+                    currentScopeText = Array(scope.utf8)
+                    currentKnown = knownScopes.contains(scope)
+                }
             }
-            guard currentKnown else { continue }
+            guard currentKnown, let scope = currentScope else { continue }
             if case .integer(0) = try statement.value(at: 3) {} else {
                 collector.add(checks.edge, scope: scope, table: "_synchro_scope_rows", row: rowid,
                               "the edge of a \(name) record has a generation other than the integer 0")
