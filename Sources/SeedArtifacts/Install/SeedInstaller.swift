@@ -68,7 +68,9 @@ public enum SeedInstaller {
                 throw .io(operation: failure.operation, path: failure.path, errno: failure.errno)
             }
             guard run.report.ok else { throw .invalidSeed(run.report) }
+            CrashPoint.reached("install.validated")
             try publish(staged, to: destination, directory: directory)
+            CrashPoint.reached("install.published")
             return SeedInstallReport(destination: destination, verification: run.report)
         } catch {
             do throws(SeedStaging.IOFailure) {

@@ -29,7 +29,9 @@ enum SeedStaging {
         seed: String, at staged: String, collector: FindingCollector, shared: SharedRowAudit? = nil
     ) throws(IOFailure) {
         try copy(seed, to: staged)
+        CrashPoint.reached("install.copied")
         guard migrate(staged, collector: collector) else { return }
+        CrashPoint.reached("install.migrated")
         removeSidecars(of: staged)
         InstalledSeedValidator(path: staged, collector: collector, seed: shared.map { (seed, $0) }).run()
         removeSidecars(of: staged)
