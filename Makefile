@@ -5,7 +5,7 @@ SHARED     ?= ../shared
 VECTORS    ?= $(SHARED)/vectors/canonical-v1.json
 SEEDKIT    := .build/debug/seedkit
 
-.PHONY: all deps build release test bench demo clean
+.PHONY: all deps build release test bench demo clean crash fuzz
 
 all: build
 
@@ -23,6 +23,18 @@ test: deps
 
 bench: release
 	.build/release/seedkit-bench
+
+# The randomized crash harness (docs/reliability.md): 200 trials each of sync, export, install and pipeline run
+# by default; SEEDKIT_CRASH_TRIALS and SEEDKIT_CRASH_SEED (printed by every run) reproduce a failure.
+crash: deps
+	SEEDKIT_CRASH_TRIALS=$${SEEDKIT_CRASH_TRIALS:-200} \
+		$(SWIFT) test $(SWIFTFLAGS) --no-parallel --filter 'Harness[A-Za-z]*CrashTests'
+
+# Seeded mutation fuzzing of every input boundary (docs/reliability.md) for SEEDKIT_FUZZ_SECONDS per target
+# (default 120); the input under test is kept in SEEDKIT_FUZZ_ARTIFACTS, so a crash leaves it behind.
+fuzz: deps
+	SEEDKIT_FUZZ_SECONDS=$${SEEDKIT_FUZZ_SECONDS:-120} SEEDKIT_FUZZ_ARTIFACTS=$${SEEDKIT_FUZZ_ARTIFACTS:-.build/fuzz} \
+		$(SWIFT) test $(SWIFTFLAGS) --no-parallel --filter 'Fuzz[A-Za-z]*Tests'
 
 demo: build
 	@scripts/demo.sh "$(SEEDKIT)" "$(VECTORS)"
