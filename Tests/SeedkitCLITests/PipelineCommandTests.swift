@@ -23,14 +23,14 @@ import _SeedkitTestSupport
     }
 
     /// No carriage return or escape sequence: the progress display stays off when stderr is not a terminal.
-    func expectNoTerminalControl(_ run: PipelineProcess.Outcome) {
+    func expectNoTerminalControl(_ run: SeedkitProcess.Outcome) {
         for text in [run.stdoutText, run.stderrText] {
             #expect(!text.contains("\r") && !text.contains("\u{1B}"))
         }
     }
 
     @Test func aRunPublishesAndPrintsTheStepsAndThePublication() throws {
-        let run = try PipelineProcess.run(["pipeline", "run", try pipelineFile()])
+        let run = try SeedkitProcess.run(["pipeline", "run", try pipelineFile()])
         #expect(run.status == 0, "\(run.stderrText)")
         expectNoTerminalControl(run)
         for step in ["export", "verify", "pack", "install", "rehearse", "publish"] {
@@ -42,7 +42,7 @@ import _SeedkitTestSupport
         let files = try FileManager.default.contentsOfDirectory(atPath: publishDirectory).sorted()
         #expect(files == ["SHA256SUMS", "evidence.json", "seed.db", "seed.db.zst"])
 
-        let again = try PipelineProcess.run(["pipeline", "run", try pipelineFile(), "--quiet"])
+        let again = try SeedkitProcess.run(["pipeline", "run", try pipelineFile(), "--quiet"])
         #expect(again.status == 0)
         #expect(again.stdoutText.hasPrefix("up to date: \(publishDirectory)"))
         expectNoTerminalControl(again)
@@ -73,7 +73,7 @@ import _SeedkitTestSupport
     }
 
     @Test func jsonOutputIsOneCanonicalObjectPerLineWithEveryStepsOutcome() throws {
-        let run = try PipelineProcess.run(["pipeline", "run", try pipelineFile(), "--json"])
+        let run = try SeedkitProcess.run(["pipeline", "run", try pipelineFile(), "--json"])
         #expect(run.status == 0, "\(run.stderrText)")
         expectNoTerminalControl(run)
         #expect(run.stderrText.isEmpty)
@@ -98,7 +98,7 @@ import _SeedkitTestSupport
         #expect(summary["seed"]?.objectValue?["rows"]?.numberValue?.exactInt64 == 190)
         #expect(summary["rehearsal"]?.objectValue?["passed"]?.boolValue == true)
 
-        let reused = try PipelineProcess.run(["pipeline", "run", try pipelineFile(), "--json"])
+        let reused = try SeedkitProcess.run(["pipeline", "run", try pipelineFile(), "--json"])
         #expect(reused.status == 0)
         let lastLine = try #require(reused.lines.last)
         let last = try #require(try StrictJSONParser().parse(lastLine).objectValue)
@@ -107,7 +107,7 @@ import _SeedkitTestSupport
 
     @Test func aDryRunValidatesAndWritesNothing() throws {
         let file = try pipelineFile()
-        let run = try PipelineProcess.run(["pipeline", "run", file, "--dry-run"])
+        let run = try SeedkitProcess.run(["pipeline", "run", file, "--dry-run"])
         #expect(run.status == 0, "\(run.stderrText)")
         #expect(run.stdoutText.contains("is valid"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["catalog.json"])
@@ -127,12 +127,12 @@ import _SeedkitTestSupport
     @Test(arguments: invalidFiles)
     func anInvalidFileExitsWithStatus2NamingTheRuleAndMember(_ extra: String, rule: String, member: String) throws {
         let file = try pipelineFile(extra)
-        let run = try PipelineProcess.run(["pipeline", "run", file])
+        let run = try SeedkitProcess.run(["pipeline", "run", file])
         #expect(run.status == 2)
         #expect(run.stderrText.contains(rule), "\(run.stderrText)")
         #expect(member.isEmpty || run.stderrText.contains(member + ": "), "\(run.stderrText)")
         #expect(run.stdout.isEmpty)
-        let json = try PipelineProcess.run(["pipeline", "run", file, "--json"])
+        let json = try SeedkitProcess.run(["pipeline", "run", file, "--json"])
         #expect(json.status == 2)
         let object = try #require(try StrictJSONParser().parse(json.lines.first ?? "").objectValue)
         #expect(object["event"]?.stringValue == "error")
@@ -146,7 +146,7 @@ import _SeedkitTestSupport
             {"source": {"server": {"url": "http://127.0.0.1:9", "operator_token_env": "SEEDKIT_TEST_UNSET_VARIABLE"}},
              "publish": {"directory": "out/server"}, "steps": ["export"]}
             """.utf8))
-        let unset = try PipelineProcess.run(["pipeline", "run", server])
+        let unset = try SeedkitProcess.run(["pipeline", "run", server])
         #expect(unset.status == 2)
         #expect(unset.stderrText.contains("missing_environment_variable"))
         #expect(unset.stderrText.contains("SEEDKIT_TEST_UNSET_VARIABLE"))
@@ -155,7 +155,7 @@ import _SeedkitTestSupport
             {"source": {"embedded": {"dataset": "no-such-dataset"}}, "rehearsal": {"user": "alice"},
              "publish": {"directory": "out/missing"}}
             """.utf8))
-        let dataset = try PipelineProcess.run(["pipeline", "run", missing])
+        let dataset = try SeedkitProcess.run(["pipeline", "run", missing])
         #expect(dataset.status == 2)
         #expect(dataset.stderrText.contains("invalid_dataset") || dataset.stderrText.contains("no-such-dataset"))
     }
@@ -165,7 +165,7 @@ import _SeedkitTestSupport
             {"source": {"server": {"url": "http://127.0.0.1:9", "operator_token_env": "SEEDKIT_TEST_OPERATOR"}},
              "publish": {"directory": "out/server"}, "steps": ["export"]}
             """.utf8))
-        let run = try PipelineProcess.run(
+        let run = try SeedkitProcess.run(
             ["pipeline", "run", file], environment: ["SEEDKIT_TEST_OPERATOR": "op-secret-77"])
         #expect(run.status == 1)
         #expect(!run.stderrText.contains("op-secret-77"))
@@ -177,7 +177,7 @@ import _SeedkitTestSupport
         ["pipeline", "run", "a.json", "--quiet", "--verbose"], ["pipeline", "run", "a.json", "--publish", "x"],
     ])
     func usageErrorsExitWithStatus2(_ arguments: [String]) throws {
-        let run = try PipelineProcess.run(arguments)
+        let run = try SeedkitProcess.run(arguments)
         #expect(run.status == 2)
         #expect(run.stderrText.hasPrefix("seedkit: "))
     }

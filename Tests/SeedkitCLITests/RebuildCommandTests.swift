@@ -15,7 +15,7 @@ struct RebuildCommandTests {
         try world.expectSuccess(world.sync(device, pageLimit: 25))
     }
 
-    func rebuild(_ extra: [String]) throws -> PipelineProcess.Outcome {
+    func rebuild(_ extra: [String]) throws -> SeedkitProcess.Outcome {
         try world.run(
             ["rebuild", "--db", device, "--server", world.server.baseURL, "--token-env", "SEEDKIT_TEST_TOKEN",
              "--page-limit", "25", "--json"] + extra)

@@ -17,7 +17,7 @@ import _SeedkitTestSupport
     /// `seedkit export` of `server` into `name`.
     func exportedSeed(from server: RunningServer, _ name: String = "seed.db") throws -> String {
         let path = directory.path(name)
-        let run = try PipelineProcess.run(
+        let run = try SeedkitProcess.run(
             ["export", "--source", server.baseURL, "--out", path, "--token-env", "SEEDKIT_TEST_OPERATOR", "--quiet"],
             environment: Self.credentials)
         #expect(run.status == 0, "\(run.stderrText)")
@@ -26,8 +26,8 @@ import _SeedkitTestSupport
 
     func rehearse(
         _ seed: String, _ extra: [String] = [], token: String = "SEEDKIT_TEST_USER"
-    ) throws -> PipelineProcess.Outcome {
-        try PipelineProcess.run(
+    ) throws -> SeedkitProcess.Outcome {
+        try SeedkitProcess.run(
             ["rehearse", seed, "--server", server.baseURL, "--token-env", token] + extra, environment: Self.credentials)
     }
 
@@ -48,7 +48,7 @@ import _SeedkitTestSupport
 
     @Test func aPackedSeedIsRehearsedAndJSONCarriesEveryScopesOutcome() throws {
         let seed = try exportedSeed(from: server)
-        let pack = try PipelineProcess.run(["pack", seed, "--level", "3"])
+        let pack = try SeedkitProcess.run(["pack", seed, "--level", "3"])
         #expect(pack.status == 0, "\(pack.stderrText)")
         let run = try rehearse(seed + ".zst", ["--json"])
         #expect(run.status == 0, "\(run.stderrText)")
@@ -75,7 +75,7 @@ import _SeedkitTestSupport
 
     @Test func aRefusedCredentialExitsWithStatus1WithoutEchoingIt() throws {
         let seed = try exportedSeed(from: server)
-        let run = try PipelineProcess.run(
+        let run = try SeedkitProcess.run(
             ["rehearse", seed, "--server", server.baseURL, "--token-env", "WRONG"],
             environment: ["WRONG": "wrong-secret-31"])
         #expect(run.status == 1)
@@ -96,7 +96,7 @@ import _SeedkitTestSupport
             ["rehearse", notASeed, "--server", server.baseURL, "--token-env", "SEEDKIT_TEST_USER"],
         ]
         for arguments in cases {
-            let run = try PipelineProcess.run(arguments, environment: Self.credentials)
+            let run = try SeedkitProcess.run(arguments, environment: Self.credentials)
             #expect(run.status == 2, "\(arguments)")
             #expect(run.stderrText.hasPrefix("seedkit: "), "\(arguments)")
         }

@@ -190,15 +190,15 @@ final class DeviceWorld {
     }
 
     /// Runs `seedkit arguments…`, killed at `point` when given.
-    func run(_ arguments: [String], crashAt point: String? = nil) throws -> PipelineProcess.Outcome {
+    func run(_ arguments: [String], crashAt point: String? = nil) throws -> SeedkitProcess.Outcome {
         var environment = ["SEEDKIT_TEST_TOKEN": "secret-alice"]
         environment["SEEDKIT_CRASH_AT"] = point ?? ""
-        return try PipelineProcess.run(arguments, environment: environment)
+        return try SeedkitProcess.run(arguments, environment: environment)
     }
 
     func sync(
         _ database: String, pageLimit: Int, crashAt point: String? = nil, json: Bool = false, extra: [String] = []
-    ) throws -> PipelineProcess.Outcome {
+    ) throws -> SeedkitProcess.Outcome {
         try run(
             ["sync", "--server", server.baseURL, "--db", database, "--token-env", "SEEDKIT_TEST_TOKEN",
              "--page-limit", String(pageLimit)] + (json ? ["--json"] : []) + extra,
@@ -260,7 +260,7 @@ final class DeviceWorld {
 
     func sql(
         _ database: String, _ statement: [String], crashAt point: String? = nil
-    ) throws -> PipelineProcess.Outcome {
+    ) throws -> SeedkitProcess.Outcome {
         try run(["sql", "--db", database] + statement, crashAt: point)
     }
 
@@ -304,7 +304,7 @@ final class DeviceWorld {
             blocked: object["blocking_error"] != .null)
     }
 
-    func expectKilled(_ run: PipelineProcess.Outcome, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    func expectKilled(_ run: SeedkitProcess.Outcome, sourceLocation: SourceLocation = #_sourceLocation) throws {
         try #require(run.status == SIGKILL, "\(run.stderrText)", sourceLocation: sourceLocation)
     }
 
@@ -314,7 +314,7 @@ final class DeviceWorld {
         #expect(run.status == 0, "\(run.stdoutText)\(run.stderrText)", sourceLocation: sourceLocation)
     }
 
-    func expectSuccess(_ run: PipelineProcess.Outcome, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    func expectSuccess(_ run: SeedkitProcess.Outcome, sourceLocation: SourceLocation = #_sourceLocation) throws {
         try #require(run.status == 0, "\(run.stderrText)", sourceLocation: sourceLocation)
     }
 }

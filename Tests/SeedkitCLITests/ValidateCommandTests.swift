@@ -15,7 +15,7 @@ struct ValidateCommandTests {
         try world.expectSuccess(world.sync(device, pageLimit: 25))
     }
 
-    func validate(_ extra: [String] = [], database: String? = nil) throws -> PipelineProcess.Outcome {
+    func validate(_ extra: [String] = [], database: String? = nil) throws -> SeedkitProcess.Outcome {
         try world.run(["validate", "--db", database ?? device] + extra)
     }
 
@@ -140,7 +140,7 @@ struct ValidateCommandTests {
 
     // MARK: Helpers
 
-    static func object(_ run: PipelineProcess.Outcome) throws -> JSONObject {
+    static func object(_ run: SeedkitProcess.Outcome) throws -> JSONObject {
         let line = try #require(run.lines.last)
         return try #require(try StrictJSONParser().parse(line).objectValue)
     }

@@ -11,6 +11,8 @@ public struct SeedkitProcess {
 
         public var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
         public var stderrText: String { String(decoding: stderr, as: UTF8.self) }
+        /// Standard output split into lines (JSON Lines output).
+        public var lines: [String] { stdoutText.split(separator: "\n").map(String.init) }
     }
 
     /// The binary built beside the test bundle (`swift test` builds every product of the package).

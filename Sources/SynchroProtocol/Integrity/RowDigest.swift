@@ -196,9 +196,8 @@ final class RowDigestPlan {
     /// Field IDs in field order, for error reports only.
     private let fieldIDs: [String]
     private let specs: UnsafeMutablePointer<FieldSpec>
-    /// `text(field_id)` of every field back to back: field i's at `textStarts[i]..<textStarts[i + 1]`.
-    private let texts: UnsafeMutablePointer<UInt8>
-    private let textStarts: UnsafeMutablePointer<Int>
+    /// `text(field_id)` of every field.
+    private let texts: FieldIDTexts
     /// For each field, the index of the row member holding it (-1 while unmatched).
     private let memberForField: UnsafeMutablePointer<Int>
     /// For each member index below the field count, the field position that member had in the
@@ -217,16 +216,7 @@ final class RowDigestPlan {
         fieldIDs = fields.map(\.fieldID)
         specs = .allocate(capacity: fields.count)
         specs.initialize(from: fields.map(\.spec), count: fields.count)
-        let allTexts = fields.flatMap(\.textPrefix)
-        texts = .allocate(capacity: Swift.max(allTexts.count, 1))
-        texts.initialize(from: allTexts, count: allTexts.count)
-        textStarts = .allocate(capacity: fields.count + 1)
-        var start = 0
-        for (i, field) in fields.enumerated() {
-            textStarts[i] = start
-            start += field.textPrefix.count
-        }
-        textStarts[fields.count] = start
+        texts = FieldIDTexts(fields.map(\.textPrefix))
         memberForField = .allocate(capacity: fields.count)
         memberForField.initialize(repeating: -1, count: fields.count)
         memberOrder = .allocate(capacity: fields.count)
@@ -237,7 +227,6 @@ final class RowDigestPlan {
         specs.deinitialize(count: fieldCount)
         specs.deallocate()
         texts.deallocate()
-        textStarts.deallocate()
         memberForField.deallocate()
         memberOrder.deallocate()
     }
@@ -253,7 +242,7 @@ final class RowDigestPlan {
     /// The octets of `text(field_id)` of the field at `position`.
     @inline(__always)
     private func text(_ position: Int) -> UnsafeBufferPointer<UInt8> {
-        UnsafeBufferPointer(start: texts + textStarts[position], count: textStarts[position + 1] - textStarts[position])
+        texts.text(position)
     }
 
     /// Whether `key` is the ID of the field at `position` (the ID follows the 8-octet length).

@@ -112,9 +112,8 @@ final class StoredRowPlan: @unchecked Sendable {
     /// Per field position: the column holding it.
     let columns: UnsafeMutablePointer<Int>
     let specs: UnsafeMutablePointer<FieldSpec>
-    /// `text(field_id)` of every field back to back: field i's at `textStarts[i]..<textStarts[i + 1]`.
-    private let texts: UnsafeMutablePointer<UInt8>
-    private let textStarts: UnsafeMutablePointer<Int>
+    /// `text(field_id)` of every field.
+    private let texts: FieldIDTexts
 
     init(table: ManifestTable, columns: [Int]) {
         let fields = table.fields
@@ -128,16 +127,7 @@ final class StoredRowPlan: @unchecked Sendable {
         self.columns.initialize(from: columns, count: fields.count)
         specs = .allocate(capacity: fields.count)
         specs.initialize(from: fields.map(\.spec), count: fields.count)
-        let allTexts = fields.flatMap(\.textPrefix)
-        texts = .allocate(capacity: Swift.max(allTexts.count, 1))
-        texts.initialize(from: allTexts, count: allTexts.count)
-        textStarts = .allocate(capacity: fields.count + 1)
-        var start = 0
-        for (position, field) in fields.enumerated() {
-            textStarts[position] = start
-            start += field.textPrefix.count
-        }
-        textStarts[fields.count] = start
+        texts = FieldIDTexts(fields.map(\.textPrefix))
     }
 
     deinit {
@@ -146,13 +136,12 @@ final class StoredRowPlan: @unchecked Sendable {
         specs.deinitialize(count: fieldCount)
         specs.deallocate()
         texts.deallocate()
-        textStarts.deallocate()
     }
 
     /// The octets of `text(field_id)` of the field at `position`.
     @inline(__always)
     func text(_ position: Int) -> UnsafeBufferPointer<UInt8> {
-        UnsafeBufferPointer(start: texts + textStarts[position], count: textStarts[position + 1] - textStarts[position])
+        texts.text(position)
     }
 }
 
