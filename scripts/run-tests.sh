@@ -17,16 +17,6 @@ run_suite() {
 
 run_suite "$@"
 status=$?
-# Known defect (docs/decisions.md, "libmicrohttpd connection-thread crash"): libmicrohttpd 0.9.75's
-# thread-per-connection mode rarely crashes a connection thread in this process. A run that died by a
-# signal, with no test failure recorded, is run once more and the crash stays visible in the log.
-if [ "$status" -ne 0 ] && grep -q 'exited with unexpected signal' "$out_dir/output.log" \
-    && ! grep -q 'recorded an issue' "$out_dir/output.log"; then
-    echo "run-tests: the test process crashed (signal) with no failing test; running the suite once more"
-    rm -f "$out_dir"/xunit*.xml
-    run_suite "$@"
-    status=$?
-fi
 
 # The value of attribute $1 in the XML start tag $2 (0 when absent).
 attr() {

@@ -1,5 +1,5 @@
-/// Answers complete requests. Called on the connection's own thread, possibly for many connections
-/// at once, so implementations must be thread-safe; a handler may block (database work) without
+/// Answers complete requests. Each call runs on a thread of its own, possibly for many requests at
+/// once, so implementations must be thread-safe; a handler may block (database work) without
 /// stalling other connections. A handler must never call ``HTTPServer/stop()``: stopping waits for
 /// handlers to return.
 public protocol HTTPHandler: Sendable {

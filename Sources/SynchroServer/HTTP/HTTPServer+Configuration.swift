@@ -20,7 +20,8 @@ extension HTTPServer {
         /// Idle time after which a connection is closed; rounded up to whole seconds.
         public var connectionTimeout: Duration = .seconds(30)
 
-        /// Connections served at once; each has its own thread. Further clients wait in the backlog.
+        /// Connections served at once, each with at most one request in its handler (on a thread of
+        /// its own). Further clients wait in the backlog.
         public var maximumConnections: Int = 256
 
         /// Memory per connection for the request line and header fields (libmicrohttpd's pool).

@@ -5,8 +5,8 @@ import Synchronization
 /// plain HTTP on loopback), reads bodies up to a limit enforced while reading, and never logs
 /// anything: header fields and bodies carry credentials, cursors and row values.
 ///
-/// Threading: every connection has its own thread, on which the handler runs; see
-/// ``HTTPHandler``.
+/// Threading: one thread reads and writes every connection; each complete request is handled on a
+/// thread of its own, so handlers may block; see ``HTTPHandler``.
 public final class HTTPServer: Sendable {
     private let handler: any HTTPHandler
     /// The limits and timeouts this server was created with.
@@ -46,8 +46,7 @@ public final class HTTPServer: Sendable {
             guard running == nil else { throw .alreadyRunning }
             let backlog = Int32(clamping: max(configuration.maximumConnections, 16))
             let socket = try ListeningSocket.open(host: host, port: port, backlog: backlog)
-            let context = DaemonContext(handler: handler, configuration: configuration)
-            running = try MicroHTTPDDaemon.start(on: socket, context: context)
+            running = try MicroHTTPDDaemon.start(on: socket, handler: handler, configuration: configuration)
             boundPort.store(socket.port, ordering: .releasing)
             return socket.port
         }

@@ -1,43 +1,89 @@
 import CMicroHTTPD
 import Dispatch
+import Foundation
 import Glibc
+import Synchronization
 
 /// What every libmicrohttpd callback of one running server needs. Retained for the daemon's lifetime
 /// and passed to C as the callbacks' closure pointer.
 final class DaemonContext: Sendable {
     let handler: any HTTPHandler
     let configuration: HTTPServer.Configuration
+    let wakeup: LoopWakeup
     /// One entry per request between its request line and its completion, so `stop()` can wait.
     let inFlight = DispatchGroup()
+    /// The threads handlers run on, reused from request to request.
+    let threads = HandlerThreads()
+    /// One entry per running handler, left after its connection is resumed.
+    let handlers = DispatchGroup()
+    /// Set on the event-loop thread when `stop()`'s grace period is over: from then on no handler
+    /// starts, and a handler that returns later is answered by closing its connection.
+    let closing = Atomic<Bool>(false)
 
-    init(handler: any HTTPHandler, configuration: HTTPServer.Configuration) {
+    init(handler: any HTTPHandler, configuration: HTTPServer.Configuration, wakeup: LoopWakeup) {
         self.handler = handler
         self.configuration = configuration
+        self.wakeup = wakeup
     }
 }
 
-/// A running libmicrohttpd daemon. The pointer is used only under the server's lifecycle mutex and
-/// libmicrohttpd allows quiescing and stopping it from any thread.
-struct MicroHTTPDDaemon: @unchecked Sendable {
-    private let daemon: OpaquePointer
+/// A running libmicrohttpd daemon and the event-loop thread that drives it.
+///
+/// Threading: libmicrohttpd runs without threads of its own; one ``DaemonEventLoop`` thread reads and
+/// writes every connection, and each complete request is handed to a thread of its own while its
+/// connection is suspended, so handlers may block (database work) without stalling other connections.
+/// libmicrohttpd 0.9.75's thread-per-connection mode is not used: `MHD_stop_daemon` races its
+/// connection threads and crashes when one of them answers a malformed request during the stop
+/// (docs/decisions.md, "libmicrohttpd connection-thread crash").
+struct MicroHTTPDDaemon: Sendable {
+    private let daemon: DaemonPointer
+    private let loop: DaemonEventLoop
+    /// The reference the C callbacks use; released once the daemon is stopped.
     private let context: Unmanaged<DaemonContext>
 
-    /// Starts serving on `socket`, which the daemon then owns; when starting fails the socket is closed
-    /// (libmicrohttpd leaves a socket it was given open).
-    ///
-    /// Thread per connection: handlers are synchronous and may block on database work, and with a
-    /// polling thread pool one blocked handler would stall every connection sharing its thread.
+    /// Starts serving `handler` on `socket`, which the daemon then owns; when starting fails the
+    /// socket is closed.
     static func start(
-        on socket: ListeningSocket, context: DaemonContext
+        on socket: ListeningSocket, handler: any HTTPHandler, configuration: HTTPServer.Configuration
     ) throws(HTTPServerError) -> MicroHTTPDDaemon {
-        let configuration = context.configuration
+        let wakeup: LoopWakeup
+        do {
+            wakeup = try LoopWakeup()
+        } catch {
+            _ = close(socket.descriptor)
+            throw error
+        }
+        let context = DaemonContext(handler: handler, configuration: configuration, wakeup: wakeup)
         let retained = Unmanaged.passRetained(context)
-        var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_THREAD_PER_CONNECTION.rawValue
-        flags |= MHD_USE_POLL.rawValue | MHD_USE_ITC.rawValue
+        guard let daemon = startDaemon(on: socket, closure: retained.toOpaque()) else {
+            // libmicrohttpd leaves a socket it was given open when it fails to start.
+            _ = close(socket.descriptor)
+            retained.release()
+            wakeup.close()
+            throw .daemonFailed
+        }
+        let loop: DaemonEventLoop
+        do {
+            loop = try DaemonEventLoop(daemon: daemon, wakeup: wakeup)
+        } catch {
+            // Not quiesced: stopping the daemon closes the listening socket.
+            MHD_stop_daemon(daemon.pointer)
+            retained.release()
+            wakeup.close()
+            throw error
+        }
+        loop.start()
+        return MicroHTTPDDaemon(daemon: daemon, loop: loop, context: retained)
+    }
+
+    private static func startDaemon(on socket: ListeningSocket, closure: UnsafeMutableRawPointer) -> DaemonPointer? {
+        let configuration = Unmanaged<DaemonContext>.fromOpaque(closure).takeUnretainedValue().configuration
+        // No internal thread: the event loop calls `MHD_run`. Epoll gives that loop one descriptor to
+        // wait on, whatever the number of connections.
+        var flags = MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
         if socket.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
         let timeout = configuration.connectionTimeout.components
         let timeoutSeconds = max(1, timeout.seconds + (timeout.attoseconds > 0 ? 1 : 0))
-        let closure = retained.toOpaque()
         var options: [MHD_OptionItem] = [
             MHD_OptionItem(option: .LISTEN_SOCKET, value: Int(socket.descriptor), ptr_value: nil),
             MHD_OptionItem(option: .CONNECTION_TIMEOUT, value: Int(timeoutSeconds), ptr_value: nil),
@@ -53,23 +99,52 @@ struct MicroHTTPDDaemon: @unchecked Sendable {
                 MHD_start_daemon_va(flags, 0, nil, nil, accessRequest, closure, arguments)
             }
         }
-        guard let daemon else {
-            retained.release()
-            _ = close(socket.descriptor)
-            throw .daemonFailed
-        }
-        return MicroHTTPDDaemon(daemon: daemon, context: retained)
+        return daemon.map(DaemonPointer.init)
     }
 
-    /// Stops accepting, lets requests in flight finish for up to `grace`, then closes every connection,
-    /// joins every connection thread and frees the daemon. A quiesced daemon hands the listening socket
-    /// back instead of closing it.
+    /// Stops accepting, lets requests in flight finish for up to `grace`, then waits for every handler
+    /// to return, ends the event loop, and closes every connection and frees the daemon. A quiesced
+    /// daemon hands the listening socket back instead of closing it.
     func stop(grace: Duration) {
-        let listening = MHD_quiesce_daemon(daemon)
-        _ = context.takeUnretainedValue().inFlight.wait(timeout: .now() + grace.dispatchInterval)
-        MHD_stop_daemon(daemon)
+        let context = self.context.takeUnretainedValue()
+        let listening = loop.perform { MHD_quiesce_daemon($0) }
+        _ = context.inFlight.wait(timeout: .now() + grace.dispatchInterval)
+        loop.perform { _ in context.closing.store(true, ordering: .relaxed) }
+        // The daemon must not stop while a connection is suspended; each handler resumes its own.
+        context.handlers.wait()
+        context.threads.close()
+        loop.finish()
+        // Only this thread uses the daemon now: nothing parses a request while it shuts down.
+        MHD_stop_daemon(daemon.pointer)
         if listening >= 0 { _ = close(listening) }
-        context.release()
+        context.wakeup.close()
+        self.context.release()
+    }
+}
+
+/// A suspended connection as a handler thread sees it: the only thing that thread does with it is
+/// resume it, which libmicrohttpd allows from any thread of a daemon with an inter-thread channel.
+private struct SuspendedConnection: @unchecked Sendable {
+    let connection: OpaquePointer
+
+    func resume() {
+        MHD_resume_connection(connection)
+    }
+}
+
+extension DaemonContext {
+    /// Runs the handler for `request` on a handler thread, leaves the response in `answer` and resumes
+    /// the suspended connection, whose next access callback then queues it.
+    fileprivate func runHandler(
+        _ request: HTTPRequest, answer: HandlerAnswer, resuming connection: SuspendedConnection
+    ) {
+        handlers.enter()
+        threads.run { [self] in
+            answer.deliver(handler.handle(request))
+            connection.resume()
+            wakeup.signal()
+            handlers.leave()
+        }
     }
 }
 
@@ -106,8 +181,9 @@ private let completeRequest: MHD_RequestCompletedCallback = { closure, _, reques
 private let beginRequestAddress = unsafeBitCast(beginRequest, to: Int.self)
 private let completeRequestAddress = unsafeBitCast(completeRequest, to: Int.self)
 
-/// libmicrohttpd calls this once when the header fields are in, once per body chunk, and once when
-/// the body is complete.
+/// libmicrohttpd calls this on the event-loop thread once when the header fields are in, once per body
+/// chunk, once when the body is complete, and once more when the handler's thread resumes the
+/// connection.
 private let accessRequest: MHD_AccessHandlerCallback = {
     closure, connection, _, method, _, uploadData, uploadSize, requestSlot in
     guard let closure, let connection, let uploadSize, let raw = requestSlot?.pointee else { return .NO }
@@ -129,13 +205,31 @@ private let accessRequest: MHD_AccessHandlerCallback = {
                 chunk, maximumBodyBytes: configuration.maximumBodyBytes, drainBytes: configuration.oversizeDrainBytes)
             return keep ? .YES : .NO
         }
-        guard let head = intake.head else { return .NO }
-        let response = intake.finish().map(context.handler.handle) ?? configuration.oversizeResponse(head)
-        return queue(response, on: connection)
+        return dispatch(intake, context: context, connection: connection)
+    case .handling:
+        // Called again once the handler's thread has resumed the connection.
+        uploadSize.pointee = 0
+        guard let response = intake.takeAnswer() else { return .YES }
+        return context.closing.load(ordering: .relaxed) ? .NO : queue(response, on: connection)
     case .answered:
         uploadSize.pointee = 0
         return .YES
     }
+}
+
+/// The body is complete: an oversize request is answered at once, any other goes to a handler thread
+/// while its connection is suspended.
+private func dispatch(_ intake: RequestIntake, context: DaemonContext, connection: OpaquePointer) -> MHD_Result {
+    guard let head = intake.head else { return .NO }
+    guard let request = intake.finish() else {
+        return queue(context.configuration.oversizeResponse(head), on: connection)
+    }
+    // A handler started after the grace period would keep its connection suspended during the stop.
+    guard !context.closing.load(ordering: .relaxed) else { return .NO }
+    let answer = intake.handOff()
+    MHD_suspend_connection(connection)
+    context.runHandler(request, answer: answer, resuming: SuspendedConnection(connection: connection))
+    return .YES
 }
 
 private func collectHeaders(_ connection: OpaquePointer) -> HTTPHeaders {

@@ -1,5 +1,7 @@
-/// The reading state of one request, owned by the connection's thread from the moment libmicrohttpd
-/// sees the request line until it reports the request complete.
+import Synchronization
+
+/// The reading state of one request, owned by the daemon's event-loop thread from the moment
+/// libmicrohttpd sees the request line until it reports the request complete.
 final class RequestIntake {
     enum Phase {
         /// The request line is known; header fields are not collected yet.
@@ -8,6 +10,8 @@ final class RequestIntake {
         case receiving
         /// The body passed the limit: its octets are counted and dropped.
         case discarding
+        /// The handler runs on a thread of its own while the connection is suspended.
+        case handling
         /// A response is queued; nothing more is read.
         case answered
     }
@@ -19,6 +23,8 @@ final class RequestIntake {
     private var body: [UInt8] = []
     /// Body octets seen so far, kept or not.
     private var received = 0
+    /// Where the handler's thread leaves the response, while ``phase`` is `.handling`.
+    private var answer: HandlerAnswer?
 
     init(target: String) {
         self.target = target
@@ -63,7 +69,7 @@ final class RequestIntake {
         case .receiving:
             body = []
             phase = .discarding
-        case .discarding, .awaitingHead, .answered:
+        case .discarding, .awaitingHead, .handling, .answered:
             break
         }
         return phase != .discarding || received - maximumBodyBytes <= drainBytes
@@ -78,6 +84,22 @@ final class RequestIntake {
         return request
     }
 
+    /// Hands the request to a handler thread: returns the slot that thread fills.
+    func handOff() -> HandlerAnswer {
+        let answer = HandlerAnswer()
+        self.answer = answer
+        phase = .handling
+        return answer
+    }
+
+    /// The handler's response once its thread has delivered it; the request is then answered.
+    func takeAnswer() -> HTTPResponse? {
+        guard let response = answer?.take() else { return nil }
+        answer = nil
+        phase = .answered
+        return response
+    }
+
     private func declaredLength(_ headers: HTTPHeaders) -> Int? {
         // libmicrohttpd itself rejects malformed or conflicting lengths before the handler runs.
         guard let text = headers.first("Content-Length") else { return nil }
@@ -86,6 +108,22 @@ final class RequestIntake {
 
     private func expectsContinue(_ headers: HTTPHeaders) -> Bool {
         headers.values(for: "Expect").contains { $0.trimmingASCIIWhitespace().equalsIgnoringASCIICase("100-continue") }
+    }
+}
+
+/// The response a handler thread hands back to the event loop.
+final class HandlerAnswer: Sendable {
+    private let response = Mutex<HTTPResponse?>(nil)
+
+    func deliver(_ response: HTTPResponse) {
+        self.response.withLock { $0 = response }
+    }
+
+    func take() -> HTTPResponse? {
+        response.withLock { response in
+            defer { response = nil }
+            return response
+        }
     }
 }
 
