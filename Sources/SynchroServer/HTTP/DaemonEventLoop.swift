@@ -126,7 +126,7 @@ final class LoopWakeup: Sendable {
 
     init() throws(HTTPServerError) {
         var ends: [Int32] = [-1, -1]
-        let kind = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+        let kind = Int32(Glibc.SOCK_STREAM.rawValue) | Int32(Glibc.SOCK_CLOEXEC.rawValue) | Int32(Glibc.SOCK_NONBLOCK.rawValue)
         guard socketpair(AF_UNIX, kind, 0, &ends) == 0 else { throw .daemonFailed }
         descriptor = ends[0]
         writeEnd = Mutex(ends[1])

@@ -23,7 +23,7 @@ struct ListeningSocket {
         } else {
             throw .invalidHost
         }
-        let kind = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+        let kind = Int32(Glibc.SOCK_STREAM.rawValue) | Int32(Glibc.SOCK_CLOEXEC.rawValue) | Int32(Glibc.SOCK_NONBLOCK.rawValue)
         let descriptor = socket(isIPv6 ? AF_INET6 : AF_INET, kind, 0)
         guard descriptor >= 0 else { throw .socket(errno: errno) }
         do throws(HTTPServerError) {
