@@ -62,7 +62,9 @@ import _SeedkitTestSupport
 }
 
 @Suite(.serialized) struct ExportCrashTests {
-    @Test(arguments: ["export.page:1", "export.page:3", "export.committed", "export.finalized", "export.verified"])
+    /// `export.published` is the exporter publishing the verified seed under its hidden staged name.
+    @Test(arguments: ["export.page:1", "export.page:3", "export.committed", "export.finalized", "export.verified",
+                      "export.published"])
     func aKillBeforePublicationLeavesNoOutput(point: String) throws {
         let server = try RunningServer(rows: 150)
         let directory = try TemporaryDirectory(prefix: "seedkit-export-crash")
@@ -70,8 +72,8 @@ import _SeedkitTestSupport
             ["export", "--source", server.baseURL, "--out", directory.path("seed.db"), "--page-limit", "40"],
             environment: ["SEEDKIT_OPERATOR_TOKEN": RunningServer.operatorToken, "SEEDKIT_CRASH_AT": point])
         #expect(outcome.status == SIGKILL)
-        #expect(!FileManager.default.fileExists(atPath: directory.path("seed.db")))
-        #expect(!FileManager.default.fileExists(atPath: directory.path("seed.db.evidence.json")))
+        let visible = try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { !$0.hasPrefix(".") }
+        #expect(visible.isEmpty, "\(visible)")
         // The next run publishes normally beside whatever temporary the killed run left.
         let again = try SeedkitProcess.run(
             ["export", "--source", server.baseURL, "--out", directory.path("seed.db")],
@@ -79,14 +81,67 @@ import _SeedkitTestSupport
         #expect(again.status == 0, "\(again.stderrText)")
     }
 
-    @Test func aKillRightAfterPublicationLeavesACompleteVerifiedSeed() throws {
+    @Test func aKillRightAfterPublicationLeavesACompleteVerifiedSeedWithItsEvidence() throws {
         let server = try RunningServer(rows: 150)
         let directory = try TemporaryDirectory(prefix: "seedkit-export-crash")
         let outcome = try SeedkitProcess.run(
             ["export", "--source", server.baseURL, "--out", directory.path("seed.db")],
-            environment: ["SEEDKIT_OPERATOR_TOKEN": RunningServer.operatorToken, "SEEDKIT_CRASH_AT": "export.published"])
+            environment: ["SEEDKIT_OPERATOR_TOKEN": RunningServer.operatorToken,
+                          "SEEDKIT_CRASH_AT": "export.seed_published"])
         #expect(outcome.status == SIGKILL)
         let verify = try SeedkitProcess.run(["verify", directory.path("seed.db")])
         #expect(verify.status == 0, "\(verify.stdoutText)")
+        let digest = try Self.digest(directory.path("seed.db"))
+        #expect(try Self.evidenceDigest(directory.path("seed.db")) == digest)
+    }
+
+    /// The evidence is published before the seed: a kill between the two leaves the evidence and no seed, and the
+    /// next export (without `--force`) publishes both.
+    @Test func aKillBetweenEvidenceAndSeedLeavesTheEvidenceAndNoSeed() throws {
+        let server = try RunningServer(rows: 150)
+        let directory = try TemporaryDirectory(prefix: "seedkit-export-crash")
+        let seed = directory.path("seed.db")
+        let environment = ["SEEDKIT_OPERATOR_TOKEN": RunningServer.operatorToken]
+        let outcome = try SeedkitProcess.run(
+            ["export", "--source", server.baseURL, "--out", seed],
+            environment: environment.merging(["SEEDKIT_CRASH_AT": "export.evidence_published"]) { $1 })
+        #expect(outcome.status == SIGKILL)
+        let visible = try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { !$0.hasPrefix(".") }
+        #expect(visible == ["seed.db.evidence.json"])
+        #expect(try Self.evidenceDigest(seed)?.utf8.count == 64)
+
+        let again = try SeedkitProcess.run(["export", "--source", server.baseURL, "--out", seed], environment: environment)
+        #expect(again.status == 0, "\(again.stderrText)")
+        let digest = try Self.digest(seed)
+        #expect(try Self.evidenceDigest(seed) == digest)
+    }
+
+    /// With `--force`, the remaining window: the new evidence beside the previous seed, told apart by its SHA-256.
+    @Test func aForcedExportKilledBetweenEvidenceAndSeedKeepsThePreviousSeedAndADetectableMismatch() throws {
+        let server = try RunningServer(rows: 150)
+        let directory = try TemporaryDirectory(prefix: "seedkit-export-crash")
+        let seed = directory.path("seed.db")
+        let environment = ["SEEDKIT_OPERATOR_TOKEN": RunningServer.operatorToken]
+        let first = try SeedkitProcess.run(["export", "--source", server.baseURL, "--out", seed], environment: environment)
+        #expect(first.status == 0, "\(first.stderrText)")
+        let previous = try Data(contentsOf: URL(fileURLWithPath: seed))
+        let outcome = try SeedkitProcess.run(
+            ["export", "--source", server.baseURL, "--out", seed, "--force", "--page-limit", "30"],
+            environment: environment.merging(["SEEDKIT_CRASH_AT": "export.evidence_published"]) { $1 })
+        #expect(outcome.status == SIGKILL)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: seed)) == previous)
+        let evidence = try #require(try Self.evidenceDigest(seed))
+        #expect(try evidence != Self.digest(seed))
+    }
+
+    static func digest(_ path: String) throws -> String {
+        Hex.encode(SHA256.hash(Array(try Data(contentsOf: URL(fileURLWithPath: path)))))
+    }
+
+    /// The SHA-256 the evidence beside `seed` records for it.
+    static func evidenceDigest(_ seed: String) throws -> String? {
+        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: seed + ".evidence.json")))
+        let artifact = try StrictJSONParser().parse(bytes).objectValue?["artifacts"]?.arrayValue?.first?.objectValue
+        return artifact?["sha256"]?.stringValue
     }
 }

@@ -92,4 +92,25 @@ import _SeedkitTestSupport
         #expect(try SeedkitProcess.run(["install", seed]).status == 2)
         #expect(try SeedkitProcess.run(["verify", directory.path("absent.db")]).status == 2)
     }
+
+    /// The pack error's rule appears once in the message ("checksum_mismatch: checksum_mismatch: …" before).
+    @Test func aDamagedFrameIsReportedWithItsRuleOnce() throws {
+        let frame = directory.path("damaged.db.zst")
+        let pack = try SeedkitProcess.run(["pack", seed, "--out", frame, "--level", "1", "--quiet"])
+        #expect(pack.status == 0, "\(pack.stderrText)")
+        // The last four octets are the frame's content checksum.
+        var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: frame)))
+        bytes[bytes.count - 1] ^= 0xFF
+        try Data(bytes).write(to: URL(fileURLWithPath: frame))
+
+        let verify = try SeedkitProcess.run(["verify", frame])
+        #expect(verify.status == 2)
+        #expect(verify.stderrText == "seedkit: \(frame): cannot be unpacked (checksum_mismatch: the decompressed "
+            + "content does not match the frame's content checksum)\n")
+        let json = try SeedkitProcess.run(["verify", frame, "--json"])
+        let error = try StrictJSONParser().parse(Array(json.stdout.dropLast())).objectValue?["error"]?.objectValue
+        #expect(error?["rule"]?.stringValue == "unpack_failed")
+        #expect(error?["message"]?.stringValue == "\(frame): cannot be unpacked (checksum_mismatch: the decompressed "
+            + "content does not match the frame's content checksum)")
+    }
 }

@@ -23,7 +23,8 @@ struct SeedSource {
                 _ = try SeedPacker.unpack(path, to: target, options: options)
             } catch {
                 try? SeedStaging.removeFamily(target)
-                throw .unpackFailed(path: path, reason: "\(error.rule): \(error)")
+                // A pack error's description already begins with its rule.
+                throw .unpackFailed(path: path, reason: "\(error)")
             }
             do throws(SeedInputError) {
                 guard try SeedFileProbe.probe(target) == .sqlite else { throw SeedInputError.notSQLite(path: path) }

@@ -1,8 +1,12 @@
 /// A subcommand's arguments split into positionals and `--name[=value]` options, checked against
-/// what the subcommand accepts, so every unknown or incomplete option is a usage error.
+/// what the subcommand accepts, so every unknown or incomplete option is a usage error. Every subcommand also
+/// accepts `--quiet` or `--verbose` (``Verbosity``), parsed here once for all of them.
 struct Arguments {
     var positionals: [String] = []
+    /// The flags given, other than `--quiet` and `--verbose` (those are ``verbosity``).
     var flags: Set<String> = []
+    /// `--quiet`, `--verbose` or neither.
+    var verbosity = Verbosity.normal
     var values: [String: String] = [:]
     /// Every value of each valued option, in order (for repeatable options such as `--token`).
     var allValues: [String: [String]] = [:]
@@ -20,8 +24,10 @@ struct Arguments {
         }
     }
 
-    /// Parses `words`; `flags` take no value, `valued` take one (`--name value` or `--name=value`).
-    init(_ words: [String], flags allowedFlags: Set<String> = [], valued: Set<String> = []) throws(UsageError) {
+    /// Parses `words`; `flags` take no value, `valued` take one (`--name value` or `--name=value`). `--quiet` and
+    /// `--verbose` are accepted besides `flags`.
+    init(_ words: [String], flags commandFlags: Set<String> = [], valued: Set<String> = []) throws(UsageError) {
+        let allowedFlags = commandFlags.union(Verbosity.flags)
         let beforeSeparator = words.prefix { $0 != "--" }
         if beforeSeparator.contains("--help") || beforeSeparator.contains("-h") {
             let lines = allowedFlags.sorted().map { "  --\($0)" } + valued.sorted().map { "  --\($0) VALUE" }
@@ -69,6 +75,13 @@ struct Arguments {
                 throw UsageError(message: "unknown option --\(name)")
             }
         }
+        verbosity = try Verbosity(flags: flags)
+        flags.subtract(Verbosity.flags)
+    }
+
+    /// The output channels of `command` under the parsed verbosity.
+    func console(_ command: String) -> Console {
+        Console(verbosity: verbosity, command: command)
     }
 
     /// At most `max` positionals, else a usage error.

@@ -29,13 +29,15 @@ enum CommandDispatcher {
           verify SEED.db[.zst] [--json]       every publication and device-installer check of a seed
           install SEED.db[.zst] --to APP.db [--json]
                                               install a seed as a device's first database, never overwriting
-          pipeline run FILE [--json] [--dry-run] [--force] [--quiet|--verbose]
+          pipeline run FILE [--json] [--dry-run] [--force]
                                               export, verify, pack, install, rehearse and publish a seed
           rehearse SEED.db[.zst] --server URL --token-env VAR [--rebuild-compare] [--json]
                                               a seed's first sync on a copy installed as a device would
           help [COMMAND]                      this text, or one command's synopsis and options
           COMMAND --help                      the same for COMMAND
 
+        Every command also takes --quiet (print only its results and errors) or --verbose (add detail on
+        standard error: steps, scopes, timings, the files and URLs used); --json output is the same with either.
         JSON input comes from FILE or standard input; see docs/cli.md.
 
         """

@@ -10,6 +10,8 @@ enum ConformanceCommand {
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         let path = arguments.positionals[0]
         let asJSON = arguments.flags.contains("json")
+        let console = arguments.console("conformance")
+        let start = ContinuousClock.now
 
         let file: ConformanceVectorFile
         do {
@@ -21,22 +23,38 @@ enum ConformanceCommand {
         } catch {
             return fail(rule: "unreadable_file", message: "cannot read \(path)", asJSON: asJSON)
         }
+        console.detail("vector set \(file.vectorSetId) from \(path == "-" ? "standard input" : path): "
+            + "\(file.vectors.count) vectors")
 
         let report = ConformanceRunner.run(file)
+        for outcome in report.outcomes where outcome.passed {
+            console.detail("pass \(outcome.vectorId) (\(outcome.kind))")
+        }
+        console.detail("aggregate \(aggregateText(report.aggregate))")
+        console.detail("ran \(report.outcomes.count) vectors", since: start)
         if asJSON {
             Terminal.out(bytes: (try? CanonicalJSON.encode(report.json)) ?? [])
             Terminal.out("\n")
         } else {
+            // The failures are the check's result; the count is a summary.
             for outcome in report.outcomes where !outcome.passed {
-                Terminal.out("FAIL \(outcome.vectorId) (\(outcome.kind)): \(outcome.detail)\n")
+                console.result("FAIL \(outcome.vectorId) (\(outcome.kind)): \(outcome.detail)\n")
             }
             if case .mismatch(let why) = report.aggregate {
-                Terminal.out("FAIL aggregate: \(why)\n")
+                console.result("FAIL aggregate: \(why)\n")
             }
-            Terminal.out("\(report.passedCount) passed, \(report.failedCount) failed\n")
+            console.info("\(report.passedCount) passed, \(report.failedCount) failed\n")
         }
         if case .mismatch = report.aggregate { return .invalidInput }
         return report.failedCount == 0 ? .success : .checkFailed
+    }
+
+    private static func aggregateText(_ aggregate: ConformanceReport.AggregateCheck) -> String {
+        switch aggregate {
+        case .absent: "absent"
+        case .matches: "matches"
+        case .mismatch(let why): "mismatch: \(why)"
+        }
     }
 
     private static func fail(rule: String, message: String, asJSON: Bool) -> ExitStatus {

@@ -23,14 +23,20 @@ enum DigestCommand {
             throw Arguments.UsageError(message: "unknown digest \(what); use manifest, row, scope or push")
         }
 
+        // The digest is the requested data: --quiet has nothing to drop; --verbose tells what was read.
+        let console = arguments.console("digest")
+        let start = ContinuousClock.now
         let input: [UInt8]
         do {
             input = try Terminal.readInput(arguments.positionals.first)
         } catch {
             return report(ToolError(rule: "unreadable_input", message: error.message))
         }
+        let source = arguments.positionals.first.flatMap { $0 == "-" ? nil : $0 } ?? "standard input"
+        console.detail("\(what): \(input.count) octets from \(source)")
         do throws(ToolError) {
             let result = try tool(input)
+            console.detail("\(what) computed", since: start)
             Terminal.out(bytes: (try? CanonicalJSON.encode(result)) ?? [])
             Terminal.out("\n")
             return .success

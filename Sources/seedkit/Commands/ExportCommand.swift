@@ -3,14 +3,15 @@ import SeedArtifacts
 import SynchroProtocol
 
 /// `seedkit export`: one portable seed from a server's operator export routes, verified, published
-/// atomically, with `<out>.evidence.json` beside it (`spec/seed-format.md` §5).
+/// atomically, with `<out>.evidence.json` beside it (`spec/seed-format.md` §5). The evidence is published
+/// before the seed (``ExportPublication``), so a seed at the output path always has its evidence.
 ///
 /// The operator token is read from the environment variable named by `--token-env` (default
 /// `SEEDKIT_OPERATOR_TOKEN`), never from the command line, and never printed.
 enum ExportCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(
-            words, flags: ["json", "force", "quiet"],
+            words, flags: ["json", "force"],
             valued: ["source", "token-env", "out", "scopes", "page-limit"])
         guard arguments.positionals.isEmpty else {
             throw Arguments.UsageError(message: "export takes no positional arguments")
@@ -25,7 +26,44 @@ enum ExportCommand {
         guard let token = ProcessInfo.processInfo.environment[variable], !token.isEmpty else {
             throw Arguments.UsageError(message: "the environment variable \(variable) (--token-env) is not set")
         }
-        var options = SeedExportOptions(overwrite: arguments.flags.contains("force"))
+        let options = try exportOptions(arguments)
+        let json = arguments.flags.contains("json")
+        let console = arguments.console("export")
+        let display = ExportDisplay(console: console, progress: !json)
+        var staged: String?
+        do {
+            let publication = try ExportPublication(output: output, overwrite: arguments.flags.contains("force"))
+            console.detail("source \(Console.displayURL(source)), operator credential from the variable \(variable), "
+                + "page limit \(options.pageLimit)")
+            let exportSource = try HTTPExportSource(baseURL: source, operatorToken: token)
+            // The exporter publishes the verified seed to a staged name; the evidence is published, then the seed.
+            let stagedPath = publication.stagedPath()
+            staged = stagedPath
+            console.detail("writing and verifying under \(stagedPath)")
+            let report = try SeedExporter.export(from: exportSource, to: stagedPath, options: options) { event in
+                display.show(event)
+            }
+            display.finish()
+            let evidence = try publish(report, staged: stagedPath, with: publication, console: console)
+            staged = nil
+            try printResult(report, evidence: evidence, publication: publication, json: json, console: console)
+            return .success
+        } catch let error as SeedExportError {
+            display.finish()
+            if let staged { ExportPublication.discard(staged) }
+            report(error, json: json)
+            return error.isInputError ? .invalidInput : .checkFailed
+        } catch {
+            display.finish()
+            if let staged { ExportPublication.discard(staged) }
+            Terminal.err("seedkit: export failed: \(error)\n")
+            return .checkFailed
+        }
+    }
+
+    /// `--page-limit` and `--scopes`. Never `overwrite`: the exporter writes a new staged file.
+    private static func exportOptions(_ arguments: Arguments) throws(Arguments.UsageError) -> SeedExportOptions {
+        var options = SeedExportOptions()
         if let text = arguments.values["page-limit"] {
             guard let limit = Int64(text), (1...1000).contains(limit) else {
                 throw Arguments.UsageError(message: "--page-limit needs a count in 1…1000")
@@ -39,44 +77,48 @@ enum ExportCommand {
             }
             options.scopes = scopes
         }
-        let json = arguments.flags.contains("json")
-        let progress = ProgressLine(enabled: !json && !arguments.flags.contains("quiet"))
-        do {
-            let exportSource = try HTTPExportSource(baseURL: source, operatorToken: token)
-            let report = try SeedExporter.export(from: exportSource, to: output, options: options) { event in
-                progress.show(event)
-            }
-            progress.finish()
-            let evidence = SeedEvidence(
-                export: report, artifacts: [try SeedEvidence.Artifact(path: output)],
-                timings: [("export", report.seconds)])
-            let evidencePath = output + ".evidence.json"
-            try Data(try evidence.encoded()).write(to: URL(fileURLWithPath: evidencePath), options: .atomic)
-            if json {
-                var object = evidence.json.objectValue ?? JSONObject([])
-                object = JSONObject(object.members + [
-                    JSONMember("path", .string(output)), JSONMember("evidence", .string(evidencePath)),
-                ])
-                Terminal.out(bytes: (try CanonicalJSON.encode(.object(object))) + [0x0A])
-            } else if !arguments.flags.contains("quiet") {
-                let rate = report.seconds > 0 ? Double(report.rows) / report.seconds : 0
-                Terminal.out("""
-                    exported \(report.rows) rows in \(report.scopes.count) portable scope(s) to \(output) \
-                    (\(report.bytes) bytes, \(String(format: "%.2f", report.seconds)) s, \(Int(rate)) rows/s)
-                    evidence: \(evidencePath)
+        return options
+    }
 
-                    """)
-            }
-            return .success
-        } catch let error as SeedExportError {
-            progress.finish()
-            report(error, json: json)
-            return error.isInputError ? .invalidInput : .checkFailed
-        } catch {
-            progress.finish()
-            Terminal.err("seedkit: export failed: \(error)\n")
-            return .checkFailed
+    /// Publishes the evidence of the staged seed (its SHA-256 under the output's name), then the seed itself.
+    private static func publish(
+        _ report: SeedExportReport, staged: String, with publication: ExportPublication, console: Console
+    ) throws -> SeedEvidence {
+        let started = ContinuousClock.now
+        let seed = try FileDigest.sha256(path: staged)
+        let evidence = SeedEvidence(
+            export: report,
+            artifacts: [SeedEvidence.Artifact(
+                name: URL(fileURLWithPath: publication.output).lastPathComponent, bytes: seed.bytes, sha256: seed.hex)],
+            timings: [("export", report.seconds)])
+        try publication.publishEvidence(try evidence.encoded())
+        console.detail("evidence published: \(publication.evidence)")
+        CrashPoint.reached("export.evidence_published")
+        try publication.publishSeed(staged)
+        console.detail("seed published: \(publication.output)", since: started)
+        CrashPoint.reached("export.seed_published")
+        return evidence
+    }
+
+    /// The evidence with `path` and `evidence` as one JSON line, or the summary unless quiet.
+    private static func printResult(
+        _ report: SeedExportReport, evidence: SeedEvidence, publication: ExportPublication, json: Bool,
+        console: Console
+    ) throws {
+        if json {
+            let object = JSONObject((evidence.json.objectValue?.members ?? []) + [
+                JSONMember("path", .string(publication.output)), JSONMember("evidence", .string(publication.evidence)),
+            ])
+            Terminal.out(bytes: (try CanonicalJSON.encode(.object(object))) + [0x0A])
+            return
         }
+        let rate = report.seconds > 0 ? Double(report.rows) / report.seconds : 0
+        console.info("""
+            exported \(report.rows) rows in \(report.scopes.count) portable scope(s) to \(publication.output) \
+            (\(report.bytes) bytes, \(String(format: "%.2f", report.seconds)) s, \(Int(rate)) rows/s)
+            evidence: \(publication.evidence)
+
+            """)
     }
 
     private static func report(_ error: SeedExportError, json: Bool) {
@@ -103,27 +145,56 @@ extension SeedExportError {
     }
 }
 
-/// A one-line progress display on standard error, only when it is a terminal.
-final class ProgressLine: @unchecked Sendable {
+/// What an export shows while it runs: a one-line progress display on standard error when it is a terminal
+/// (not when quiet or with `--json`), and with `--verbose` a detail line per scope as it completes.
+final class ExportDisplay: @unchecked Sendable {
+    private let console: Console
     private let enabled: Bool
     private var total: Int64 = 0
     private var done: Int64 = 0
     private let started = ContinuousClock.now
     private var lastDraw = ContinuousClock.now
+    /// The scope whose pages are arriving, its rows so far and when its first page arrived.
+    private var scope: (id: String, rows: Int64, started: ContinuousClock.Instant)?
 
-    init(enabled: Bool) {
-        self.enabled = enabled && isatty(STDERR_FILENO) == 1
+    init(console: Console, progress: Bool) {
+        self.console = console
+        enabled = progress && console.drawsProgress
     }
 
     func show(_ event: SeedExportEvent) {
-        guard enabled else { return }
         switch event {
-        case .started(let scopes): total = scopes.reduce(0) { $0 + $1.cardinality }
-        case .rows(_, let rows): done += rows
+        case .started(let scopes):
+            total = scopes.reduce(0) { $0 + $1.cardinality }
+            console.detail("export manifest: \(scopes.count) portable scope(s), \(total) rows")
+        case .rows(let id, let rows):
+            if scope?.id != id {
+                finishScope()
+                scope = (id, 0, .now)
+            }
+            scope?.rows += rows
+            done += rows
         case .verifying:
-            Terminal.err("\r\u{1B}[Kverifying…")
+            finishScope()
+            console.detail("verifying the finished file (every publication and installer check)")
+            if enabled { Terminal.err("\r\u{1B}[Kverifying…") }
             return
         }
+        draw()
+    }
+
+    func finish() {
+        if enabled { Terminal.err("\r\u{1B}[K") }
+    }
+
+    private func finishScope() {
+        guard let scope else { return }
+        console.detail("scope \(scope.id): \(scope.rows) rows checked and written", since: scope.started)
+        self.scope = nil
+    }
+
+    private func draw() {
+        guard enabled else { return }
         let now = ContinuousClock.now
         guard now - lastDraw > .milliseconds(100) || done == total else { return }
         lastDraw = now
@@ -133,9 +204,5 @@ final class ProgressLine: @unchecked Sendable {
         let percent = total > 0 ? Int(Double(done) * 100 / Double(total)) : 100
         let remaining = rate > 0 ? Int(Double(total - done) / rate) : 0
         Terminal.err("\r\u{1B}[Kexport \(percent)%  \(done)/\(total) rows  \(Int(rate)) rows/s  ~\(remaining)s left")
-    }
-
-    func finish() {
-        if enabled { Terminal.err("\r\u{1B}[K") }
     }
 }

@@ -12,6 +12,9 @@ enum InspectCommand {
         guard let path = arguments.values["db"], !path.isEmpty else {
             throw Arguments.UsageError(message: "inspect needs --db FILE")
         }
+        // The inspection is the requested data: --quiet has nothing to drop.
+        let console = arguments.console("inspect")
+        let start = ContinuousClock.now
         let store: ClientStore
         do {
             store = try SqlCommand.openExistingStore(path: path)
@@ -27,10 +30,11 @@ enum InspectCommand {
             Terminal.err("seedkit: cannot read the client store (\(error.rule)): \(error)\n")
             return .checkFailed
         }
+        console.detail("store \(path): \(inspection.scopes.count) scope(s) read in one snapshot", since: start)
         if arguments.flags.contains("json") {
             return JSONLines.write(json(inspection)) ? .success : .checkFailed
         }
-        Terminal.out(text(inspection))
+        console.result(text(inspection))
         return .success
     }
 

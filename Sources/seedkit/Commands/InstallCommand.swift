@@ -14,23 +14,30 @@ enum InstallCommand {
         }
         let seed = arguments.positionals[0]
         let asJSON = arguments.flags.contains("json")
+        let console = arguments.console("install")
+        SeedReportOutput.describeInput(seed, console)
+        console.detail("destination \(destination), published by link() only if nothing exists there")
+        let start = ContinuousClock.now
         do {
             let report = try SeedInstaller.install(seed: seed, to: destination)
-            SeedReportOutput.print(report.verification, asJSON: asJSON, success: "installed \(destination)")
+            console.detail("installed", since: start)
+            SeedReportOutput.print(
+                report.verification, asJSON: asJSON, success: "installed \(destination)", console: console)
             return .success
         } catch {
-            return failed(error, asJSON: asJSON)
+            console.detail("refused", since: start)
+            return failed(error, asJSON: asJSON, console: console)
         }
     }
 
-    private static func failed(_ error: SeedInstallError, asJSON: Bool) -> ExitStatus {
+    private static func failed(_ error: SeedInstallError, asJSON: Bool, console: Console) -> ExitStatus {
         switch error {
         case .invalidSeed(let report):
-            SeedReportOutput.print(report, asJSON: asJSON, success: "")
+            SeedReportOutput.print(report, asJSON: asJSON, success: "", console: console)
             Terminal.err("seedkit: the seed was rejected; nothing was installed\n")
             return .checkFailed
         case .cleanupFailed(_, _, .invalidSeed(let report)):
-            SeedReportOutput.print(report, asJSON: asJSON, success: "")
+            SeedReportOutput.print(report, asJSON: asJSON, success: "", console: console)
             Terminal.err("seedkit: \(error)\n")
             return .checkFailed
         case .destinationExists, .unusableSeed, .io, .cleanupFailed:

@@ -21,8 +21,12 @@ enum PackCommand {
         }
         if let limit = try PackOutput.byteCount(arguments, "max-output-bytes") { options.maximumOutputBytes = limit }
         let output = arguments.values["out"] ?? input + ".zst"
-        let display = PackOutput(command: "pack", input: input, json: arguments.flags.contains("json"))
+        let display = PackOutput(
+            command: "pack", input: input, json: arguments.flags.contains("json"), console: arguments.console("pack"))
         options.progress = display.progress
+        display.console.detail("\(input) → \(output): level \(options.level), \(options.workers) worker(s), output "
+            + "limit \(options.maximumOutputBytes) bytes, " + (options.overwrite ? "replacing" : "never replacing")
+            + " an existing output")
 
         let clock = ContinuousClock()
         let start = clock.now
@@ -36,26 +40,28 @@ enum PackCommand {
     }
 }
 
-/// What `pack` and `unpack` print: a summary with `sha256sum`-style digest lines, or one canonical JSON
-/// object with `--json`; progress on standard error when it is a terminal. Never file contents.
+/// What `pack` and `unpack` print: a summary with `sha256sum`-style digest lines (nothing when quiet), or one
+/// canonical JSON object with `--json`; progress on standard error when it is a terminal. Never file contents.
 struct PackOutput: Sendable {
     /// `pack` or `unpack`.
     let command: String
     let input: String
     let json: Bool
+    let console: Console
 
     /// Whether a progress line is on the terminal without its newline yet.
     private let progressLineOpen = ProgressLineState()
 
-    init(command: String, input: String, json: Bool) {
+    init(command: String, input: String, json: Bool, console: Console) {
         self.command = command
         self.input = input
         self.json = json
+        self.console = console
     }
 
-    /// Percent lines on a terminal; nil otherwise, so nothing is computed for a pipe.
+    /// Percent lines on a terminal; nil otherwise (or when quiet), so nothing is computed for a pipe.
     var progress: (@Sendable (PackProgress) -> Void)? {
-        guard !json, isatty(STDERR_FILENO) == 1 else { return nil }
+        guard !json, console.drawsProgress else { return nil }
         let (verb, input, lineOpen) = (command + "ing", input, progressLineOpen)
         return { progress in
             let total = progress.totalBytes
@@ -70,6 +76,7 @@ struct PackOutput: Sendable {
         _ report: PackReport, database: String, frame: String, written: String, elapsed: Duration
     ) -> ExitStatus {
         let ratio = (report.ratio * 1000).rounded() / 1000
+        console.detail("published \(written)", took: elapsed)
         if json {
             let members: [(String, JSONValue)] = [
                 ("command", .string(command)),
@@ -84,7 +91,7 @@ struct PackOutput: Sendable {
         let level = report.level.map { ", level \($0)" } ?? ""
         let parts = elapsed.components
         let seconds = ((Double(parts.seconds) + Double(parts.attoseconds) / 1e18) * 100).rounded() / 100
-        Terminal.out("""
+        console.info("""
             \(command)ed \(input) into \(written): \(report.uncompressedBytes) bytes \
             uncompressed, \(report.compressedBytes) compressed (ratio \(ratio)\(level)) in \(seconds) s
             \(report.uncompressedSHA256)  \(database)

@@ -14,14 +14,10 @@ enum PipelineCommand {
         guard words.first == "run" else {
             throw Arguments.UsageError(message: "pipeline needs a subcommand: pipeline run FILE")
         }
-        let arguments = try Arguments(Array(words.dropFirst()), flags: ["json", "dry-run", "force", "quiet", "verbose"])
+        let arguments = try Arguments(Array(words.dropFirst()), flags: ["json", "dry-run", "force"])
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         let flags = arguments.flags
-        guard !(flags.contains("quiet") && flags.contains("verbose")) else {
-            throw Arguments.UsageError(message: "--quiet and --verbose exclude each other")
-        }
-        let output = PipelineOutput(
-            json: flags.contains("json"), quiet: flags.contains("quiet"), verbose: flags.contains("verbose"))
+        let output = PipelineOutput(json: flags.contains("json"), console: arguments.console("pipeline"))
         let definition: PipelineDefinition
         do {
             definition = try PipelineDefinition.load(file: arguments.positionals[0])
@@ -44,22 +40,29 @@ enum PipelineCommand {
 
 /// What `pipeline run` prints. With `--json`: one canonical JSON line per step start and finish and a final
 /// summary line on standard output. Otherwise: a progress line on standard error while it is a terminal, the
-/// summary table and the publication on standard output (`--verbose` adds a line per step as it finishes,
-/// `--quiet` keeps only the result line), failures on standard error.
+/// summary table, the publication and a closing line on standard output (none of it when quiet). `--verbose`
+/// adds, on standard error, the source and publish directory, a line per step as it starts and finishes, and the
+/// verification counts. Failures go to standard error.
 private final class PipelineOutput: Sendable {
     let json: Bool
-    let quiet: Bool
-    let verbose: Bool
+    let console: Console
     private let progress: PipelineProgressLine?
 
-    init(json: Bool, quiet: Bool, verbose: Bool) {
+    init(json: Bool, console: Console) {
         self.json = json
-        self.quiet = quiet
-        self.verbose = verbose
-        progress = !json && !quiet && isatty(STDERR_FILENO) == 1 ? PipelineProgressLine() : nil
+        self.console = console
+        progress = !json && console.drawsProgress ? PipelineProgressLine() : nil
     }
 
     func begin(_ definition: PipelineDefinition, dryRun: Bool) {
+        let source = switch definition.source {
+        case .embedded(let dataset, let rows): "the embedded reference server on \(dataset)"
+            + (rows.map { " (\($0) rows)" } ?? "")
+        case .server(let server): "\(Console.displayURL(server.url)), operator credential from "
+            + "$\(server.operatorToken.variable)"
+        }
+        console.detail("\(definition.name): source \(source); publish directory \(definition.publishDirectory)")
+        console.detail("steps: " + definition.steps.map(\.rawValue).joined(separator: ", "))
         guard !dryRun else { return }
         progress?.preparing(definition.source.kind == "embedded"
             ? "starting the embedded reference server" : "asking the server for its export manifest")
@@ -67,26 +70,33 @@ private final class PipelineOutput: Sendable {
 
     var handler: @Sendable (PipelineEvent) -> Void {
         { [self] event in
+            switch event {
+            case .stepStarted(let step): console.detail("\(step.rawValue) started")
+            case .stepFinished(let result): console.detail(PipelineText.stepLine(result))
+            case .sourceReady(let kind, let seconds):
+                console.detail("\(kind) source ready in \(PipelineText.seconds(seconds))")
+            case .progress: break
+            }
             if json {
                 if let object = event.json { Self.line(object) }
                 return
             }
             progress?.show(event)
-            if verbose, case .stepFinished(let result) = event {
-                Terminal.out(PipelineText.stepLine(result) + "\n")
-            } else if verbose, case .sourceReady(let kind, let seconds) = event {
-                Terminal.out("\(kind) source ready in \(PipelineText.seconds(seconds))\n")
-            }
         }
     }
 
     func finish(_ report: PipelineReport) {
         progress?.clear()
+        if let verification = report.verification {
+            console.detail("verification: \(verification.checks) checks, "
+                + "\(PipelineText.count(Int64(verification.rows))) rows re-digested, "
+                + "\(verification.findings.count) findings")
+        }
         if json {
             Self.line(report.summaryJSON)
         } else {
-            if !quiet { Terminal.out(PipelineText.report(report, verbose: verbose)) }
-            Terminal.out(PipelineText.result(report))
+            console.info(PipelineText.report(report))
+            console.info(PipelineText.result(report))
         }
         if let failed = report.failedStep, let failure = failed.failure {
             Terminal.err("seedkit: pipeline \(report.name) failed at \(failed.step.rawValue): \(failure.rule): "
@@ -268,15 +278,11 @@ enum PipelineText {
     }
 
     /// The summary table, the rehearsal and the publication.
-    static func report(_ report: PipelineReport, verbose: Bool) -> String {
+    static func report(_ report: PipelineReport) -> String {
         // Reused and planned steps have no rows, sizes or times: the closing line names them instead.
         let ran = report.outcome != .upToDate && report.outcome != .validated
         var text = ran ? table(report.steps) : ""
         if let rehearsal = report.rehearsal { text += "\n" + self.rehearsal(rehearsal) }
-        if let verification = report.verification, verbose {
-            text += "\nverification: \(verification.checks) checks, "
-                + "\(count(Int64(verification.rows))) rows re-digested, \(verification.findings.count) findings\n"
-        }
         if let seed = report.seed { text += (text.isEmpty ? "" : "\n") + publication(seed) }
         return text
     }

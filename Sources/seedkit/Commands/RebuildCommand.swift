@@ -11,6 +11,8 @@ enum RebuildCommand {
         guard scopes?.allSatisfy({ !$0.isEmpty }) ?? true else {
             throw Arguments.UsageError(message: "--scope needs a scope ID")
         }
+        options.console.detail("rebuilding " + (scopes.map { "scope(s) \($0.joined(separator: ", "))" }
+            ?? "every assigned scope"))
         return SyncSession.run(options, createStore: false) { cycle, output throws(SyncCycleError) in
             output.summary(try cycle.run(rebuilding: scopes))
         }

@@ -39,9 +39,16 @@ enum RehearseCommand {
         }
         let json = arguments.flags.contains("json")
         let seed = arguments.positionals[0]
+        let console = arguments.console("rehearse")
+        console.detail("seed \(seed), installed in a new directory under \(NSTemporaryDirectory())")
+        console.detail("server \(Console.displayURL(server)), credential from the variable \(variable), app version "
+            + "\(options.appVersion), page limit \(options.pageLimit)"
+            + (options.rebuildCompare ? ", then a rebuild of every portable scope to compare" : ""))
+        let start = ContinuousClock.now
         do {
             let outcome = try SeedFileRehearsal.run(seed: seed, options: options)
-            print(outcome, seed: seed, json: json)
+            console.detail("rehearsed", since: start)
+            print(outcome, seed: seed, json: json, console: console)
             return outcome.rehearsal.passed ? .success : .checkFailed
         } catch {
             if json {
@@ -58,7 +65,7 @@ enum RehearseCommand {
         }
     }
 
-    private static func print(_ outcome: SeedFileRehearsal.Outcome, seed: String, json: Bool) {
+    private static func print(_ outcome: SeedFileRehearsal.Outcome, seed: String, json: Bool, console: Console) {
         let rehearsal = outcome.rehearsal
         if json {
             var members = rehearsal.json.objectValue?.members ?? []
@@ -70,11 +77,14 @@ enum RehearseCommand {
             Terminal.out(bytes: ((try? CanonicalJSON.encode(.object(JSONObject(members)))) ?? []) + [0x0A])
             return
         }
-        Terminal.out("installed \(seed) as a device would (\(outcome.install.verification.checks) checks passed)\n")
-        Terminal.out(PipelineText.rehearsal(rehearsal))
-        Terminal.out(rehearsal.passed
-            ? "rehearsal passed: every seeded scope continued from the seed and verified\n"
-            : "rehearsal failed: a device would not continue every seeded scope from the seed\n")
+        console.info("installed \(seed) as a device would (\(outcome.install.verification.checks) checks passed)\n")
+        console.info(PipelineText.rehearsal(rehearsal))
+        // A failed rehearsal is the check's result, printed even when quiet.
+        if rehearsal.passed {
+            console.info("rehearsal passed: every seeded scope continued from the seed and verified\n")
+        } else {
+            console.result("rehearsal failed: a device would not continue every seeded scope from the seed\n")
+        }
     }
 }
 

@@ -58,10 +58,19 @@ enum ServeCommand {
             dataset: dataset, rowsOverride: rows, databasePath: databasePath, credentials: credentials,
             operatorToken: arguments.values["operator-token"] ?? environment["SEEDKIT_OPERATOR_TOKEN"],
             minimumClientVersion: minimum, materialization: materialization)
-        return serve(configuration, host: host, port: port)
+        let console = arguments.console("serve")
+        console.detail("dataset \(datasetPath)\(rows.map { ", \($0) rows" } ?? "")")
+        console.detail("database \(databasePath)")
+        console.detail("\(credentials.count) user credential(s), operator routes "
+            + (configuration.operatorToken == nil ? "disabled" : "enabled"))
+        if let minimum { console.detail("minimum client version \(minimum)") }
+        if case .background(let interval) = materialization { console.detail("materialization lag \(interval)") }
+        return serve(configuration, host: host, port: port, console: console)
     }
 
-    private static func serve(_ configuration: ServerConfiguration, host: String, port: UInt16) -> ExitStatus {
+    private static func serve(
+        _ configuration: ServerConfiguration, host: String, port: UInt16, console: Console
+    ) -> ExitStatus {
         let engine: SyncEngine
         do {
             engine = try SyncEngine(configuration: configuration)
@@ -69,7 +78,8 @@ enum ServeCommand {
             Terminal.err("seedkit: cannot open the server database: \(error)\n")
             return .checkFailed
         }
-        let server = HTTPServer(handler: engine)
+        let handler: any HTTPHandler = console.isVerbose ? logging(engine, console) : engine
+        let server = HTTPServer(handler: handler)
         let bound: UInt16
         do {
             bound = try server.start(host: host, port: port)
@@ -77,7 +87,8 @@ enum ServeCommand {
             Terminal.err("seedkit: cannot listen on \(host):\(port): \(error)\n")
             return .checkFailed
         }
-        Terminal.out("listening on http://\(host):\(bound)\n")
+        // The address is what a caller of `--listen HOST:0` needs, so it prints even when quiet.
+        console.result("listening on http://\(host):\(bound)\n")
 
         let stop = DispatchSemaphore(value: 0)
         var sources: [any DispatchSourceSignal] = []
@@ -89,11 +100,22 @@ enum ServeCommand {
             sources.append(source)
         }
         stop.wait()
+        console.detail("stopping: waiting for requests in progress")
         server.stop()
         engine.shutdown()
         sources.forEach { $0.cancel() }
-        Terminal.err("seedkit: server stopped\n")
+        console.notice("seedkit: server stopped\n")
         return .success
+    }
+
+    /// One detail line per request: method, path (never the query, headers or body), status and time.
+    private static func logging(_ engine: SyncEngine, _ console: Console) -> HTTPClosureHandler {
+        HTTPClosureHandler { request in
+            let start = ContinuousClock.now
+            let response = engine.handle(request)
+            console.detail("\(request.method) \(request.path) \(response.status)", since: start)
+            return response
+        }
     }
 
     private static func listenAddress(_ text: String) throws(Arguments.UsageError) -> (String, UInt16) {

@@ -19,6 +19,7 @@ enum SqlCommand {
         }
         let bindings = arguments.positionals.dropFirst().map(binding)
         let json = arguments.flags.contains("json")
+        let console = arguments.console("sql")
 
         let store: ClientStore
         do {
@@ -28,8 +29,9 @@ enum SqlCommand {
             return .checkFailed
         }
         defer { store.close() }
+        console.detail("store \(path), \(bindings.count) bound parameter(s)")
         do throws(ApplicationSQLError) {
-            return try runStatement(sql, bindings, on: store, json: json)
+            return try runStatement(sql, bindings, on: store, json: json, console: console)
         } catch {
             Terminal.err("seedkit: statement refused (\(error.rule)): \(redactingLiterals(error.description))\n")
             // A closed store or a store failure is not the statement's fault. Compared by rule, not by pattern:
@@ -38,29 +40,34 @@ enum SqlCommand {
         }
     }
 
-    /// Reads through `query`; what the API classifies as a write goes through `execute` instead.
+    /// Reads through `query`; what the API classifies as a write goes through `execute` instead. The rows read
+    /// are the result; a write's `N rows changed` is a status line that `--quiet` drops (as `psql -q` does).
     private static func runStatement(
-        _ sql: String, _ bindings: [SQLiteValue], on store: ClientStore, json: Bool
+        _ sql: String, _ bindings: [SQLiteValue], on store: ClientStore, json: Bool, console: Console
     ) throws(ApplicationSQLError) -> ExitStatus {
+        let start = ContinuousClock.now
         let rows: [Row]
         do {
             rows = try store.query(sql, bindings)
         } catch {
             guard error == .writeInQuery else { throw error }
+            console.detail("a write: runs through execute in its own managed transaction")
             let changed = try store.execute(sql, bindings)
+            console.detail("\(changed) row(s) changed", since: start)
             if json {
                 return JSONLines.write(["changed": .number(JSONNumber(Int64(changed)))]) ? .success : .checkFailed
             }
-            Terminal.out("\(changed) \(changed == 1 ? "row" : "rows") changed\n")
+            console.info("\(changed) \(changed == 1 ? "row" : "rows") changed\n")
             return .success
         }
+        console.detail("a read: \(rows.count) row(s)", since: start)
         if json {
             for row in rows where !JSONLines.write(object(row)) {
                 Terminal.err("seedkit: a row has no I-JSON form (a text holds a Unicode noncharacter)\n")
                 return .checkFailed
             }
         } else {
-            Terminal.out(RowTable(rows).text)
+            console.result(RowTable(rows).text)
         }
         return .success
     }

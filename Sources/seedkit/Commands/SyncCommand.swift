@@ -32,6 +32,12 @@ enum SyncCommand {
         }
     }
 
+    /// Names where ``credential(_:)`` reads the secret from.
+    static func credentialSource(_ arguments: Arguments) -> String {
+        if let variable = arguments.values["token-env"] { return "the variable \(variable)" }
+        return arguments.values["token"] != nil ? "--token" : "the variable SEEDKIT_TOKEN"
+    }
+
     /// The bearer secret: from the variable `--token-env` names, else `--token`, else `SEEDKIT_TOKEN`.
     static func credential(_ arguments: Arguments) throws(Arguments.UsageError) -> String {
         let environment = ProcessInfo.processInfo.environment
@@ -62,6 +68,9 @@ enum SyncSession {
         let appVersion: String
         let pageLimit: Int64
         let json: Bool
+        let console: Console
+        /// Where the credential came from, for `--verbose` (a variable's or an option's name, never the value).
+        let credentialSource: String
 
         init(_ arguments: Arguments, command: String) throws(Arguments.UsageError) {
             // Not `requirePositionals`: its message echoes the word, which could be a misplaced secret.
@@ -94,6 +103,8 @@ enum SyncSession {
             self.pageLimit = pageLimit
             clientID = arguments.values["client-id"]
             json = arguments.flags.contains("json")
+            console = arguments.console(command)
+            credentialSource = SyncCommand.credentialSource(arguments)
         }
     }
 
@@ -103,8 +114,10 @@ enum SyncSession {
         _ options: Options, createStore: Bool,
         _ body: (SyncCycle, SyncOutput) throws(SyncCycleError) -> Void
     ) -> ExitStatus {
-        let output = SyncOutput(json: options.json)
-        guard createStore || FileManager.default.fileExists(atPath: options.path) else {
+        let output = SyncOutput(json: options.json, console: options.console)
+        let console = options.console
+        let existed = FileManager.default.fileExists(atPath: options.path)
+        guard createStore || existed else {
             Terminal.err("seedkit: cannot open the client store: \(options.path) does not exist\n")
             return .invalidInput
         }
@@ -119,6 +132,9 @@ enum SyncSession {
             return .checkFailed
         }
         defer { store.close() }
+        console.detail("store \(options.path)\(existed ? "" : " (created)")")
+        console.detail("server \(Console.displayURL(options.server)), credential from \(options.credentialSource), "
+            + "app version \(options.appVersion), page limit \(options.pageLimit)")
         let transport: HTTPSyncTransport
         do {
             transport = try HTTPSyncTransport(
@@ -131,10 +147,13 @@ enum SyncSession {
             store: store, transport: transport, platform: "linux", appVersion: options.appVersion,
             pageLimit: options.pageLimit)
         let cycle = SyncCycle(context: context, delay: Self.sleep, events: output.event)
+        let start = ContinuousClock.now
         do throws(SyncCycleError) {
             try body(cycle, output)
+            console.detail("finished", since: start)
             return .success
         } catch {
+            console.detail("failed", since: start)
             output.failure(error)
             return .checkFailed
         }
@@ -175,22 +194,26 @@ enum SyncSession {
     }
 }
 
-/// Progress and results: progress lines on standard error when it is a terminal, or JSON Lines events on
-/// standard output with `--json`. Nothing printed carries a token, cursor or row value.
+/// Progress and results: progress lines on standard error when it is a terminal (every event with `--verbose`,
+/// also with `--json`), JSON Lines events on standard output with `--json`, the summary on standard output
+/// unless quiet. Nothing printed carries a token, cursor or row value.
 struct SyncOutput: Sendable {
     let json: Bool
     let progress: Bool
+    let console: Console
 
-    init(json: Bool) {
+    init(json: Bool, console: Console) {
         self.json = json
-        progress = !json && isatty(STDERR_FILENO) == 1
+        self.console = console
+        progress = !json && console.drawsProgress
     }
 
     var event: @Sendable (SyncEvent) -> Void {
-        let (json, progress) = (json, progress)
+        let (json, progress, console) = (json, progress, console)
         return { event in
-            if json {
-                Self.line(Self.object(event))
+            if json { Self.line(Self.object(event)) }
+            if console.isVerbose {
+                console.detail(Self.text(event))
             } else if progress {
                 Terminal.err("sync: \(Self.text(event))\n")
             }
@@ -198,8 +221,9 @@ struct SyncOutput: Sendable {
     }
 
     func summary(_ summary: SyncSummary) {
+        console.detail("cycle: \(PipelineText.requests(summary)), \(summary.retries) retries")
         guard json else {
-            Terminal.out("synced: \(summary.rowsApplied) rows, \(summary.scopesVerified.count) scopes verified, "
+            console.info("synced: \(summary.rowsApplied) rows, \(summary.scopesVerified.count) scopes verified, "
                 + "\(summary.mutationsPushed) mutations pushed\n")
             return
         }

@@ -12,8 +12,11 @@ enum UnpackCommand {
         }
         var options = UnpackOptions(overwrite: arguments.flags.contains("force"))
         if let limit = try PackOutput.byteCount(arguments, "max-output-bytes") { options.maximumOutputBytes = limit }
-        let display = PackOutput(command: "unpack", input: input, json: arguments.flags.contains("json"))
+        let display = PackOutput(
+            command: "unpack", input: input, json: arguments.flags.contains("json"), console: arguments.console("unpack"))
         options.progress = display.progress
+        display.console.detail("\(input) → \(output): output limit \(options.maximumOutputBytes) bytes, "
+            + (options.overwrite ? "replacing" : "never replacing") + " an existing output")
 
         let clock = ContinuousClock()
         let start = clock.now

@@ -21,10 +21,15 @@ enum ValidateCommand {
             Terminal.err("seedkit: cannot validate: \(path) does not exist\n")
             return .invalidInput
         }
+        let console = arguments.console("validate")
+        console.detail("store \(path), opened read-only")
+        let start = ContinuousClock.now
         let validator = StoreValidator(path: path)
         let validation: StoreValidation
         do {
             if let server {
+                console.detail("comparing with \(Console.displayURL(server.url)), credential from "
+                    + SyncCommand.credentialSource(arguments))
                 let transport = try HTTPSyncTransport(
                     baseURL: server.url, credential: server.token, appVersion: server.appVersion)
                 validation = try validator.validate(against: transport)
@@ -38,10 +43,11 @@ enum ValidateCommand {
             Terminal.err("seedkit: cannot set up the transport: \(error)\n")
             return .checkFailed
         }
+        console.detail("\(validation.scopes.count) scope(s) checked", since: start)
         if arguments.flags.contains("json") {
             guard JSONLines.write(json(validation)) else { return .checkFailed }
         } else {
-            Terminal.out(text(validation))
+            print(validation, console)
         }
         return validation.isValid ? .success : .checkFailed
     }
@@ -101,8 +107,18 @@ enum ValidateCommand {
         ]
     }
 
-    /// One line per scope, one per finding, then the verdict.
-    static func text(_ validation: StoreValidation) -> String {
+    /// One line per scope, one per finding, then the verdict; only the findings when quiet.
+    static func print(_ validation: StoreValidation, _ console: Console) {
+        console.info(stateLines(validation).map { $0 + "\n" }.joined())
+        for finding in validation.findings {
+            console.result("FAIL \(finding.rule): \(finding)\n")
+        }
+        console.info(validation.isValid ? "ok: the client store is consistent\n"
+            : "\(validation.findings.count) finding(s)\n")
+    }
+
+    /// What the store holds: one line per scope, then pending work and stored errors.
+    private static func stateLines(_ validation: StoreValidation) -> [String] {
         var lines: [String] = []
         for scope in validation.scopes {
             let digest = switch scope.digest {
@@ -121,11 +137,6 @@ enum ValidateCommand {
         if validation.pendingMutations > 0 { lines.append("pending mutations: \(validation.pendingMutations)") }
         if let code = validation.blockingError { lines.append("blocking error: \(code)") }
         if validation.migrationJournal { lines.append("schema migration journal: resumes on the next sync") }
-        for finding in validation.findings {
-            lines.append("FAIL \(finding.rule): \(finding)")
-        }
-        lines.append(validation.isValid ? "ok: the client store is consistent"
-            : "\(validation.findings.count) finding(s)")
-        return lines.joined(separator: "\n") + "\n"
+        return lines
     }
 }

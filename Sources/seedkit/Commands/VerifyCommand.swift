@@ -1,3 +1,4 @@
+import Foundation
 import SeedArtifacts
 import SynchroProtocol
 
@@ -10,35 +11,52 @@ enum VerifyCommand {
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         let path = arguments.positionals[0]
         let asJSON = arguments.flags.contains("json")
+        let console = arguments.console("verify")
+        SeedReportOutput.describeInput(path, console)
+        let start = ContinuousClock.now
         let report: SeedVerificationReport
         do {
             report = try SeedVerifier.verify(path: path)
         } catch {
             return SeedReportOutput.unusable(rule: error.rule, message: error.description, asJSON: asJSON)
         }
-        SeedReportOutput.print(report, asJSON: asJSON, success: "seed verified")
+        console.detail("\(report.checks) checks, \(report.rows) rows re-digested", since: start)
+        SeedReportOutput.print(report, asJSON: asJSON, success: "seed verified", console: console)
         return report.ok ? .success : .checkFailed
     }
 }
 
 /// How `verify` and `install` print a verification report.
 enum SeedReportOutput {
-    /// The report as one canonical JSON line, or one line per finding and a summary.
-    static func print(_ report: SeedVerificationReport, asJSON: Bool, success: String) {
+    /// The report as one canonical JSON line, or one line per finding (the result) and a summary (dropped when
+    /// quiet).
+    static func print(_ report: SeedVerificationReport, asJSON: Bool, success: String, console: Console) {
         if asJSON {
             Terminal.out(bytes: (try? CanonicalJSON.encode(report.json)) ?? [])
             Terminal.out("\n")
             return
         }
         for finding in report.findings {
-            Terminal.out("FAIL \(finding)\n")
+            console.result("FAIL \(finding)\n")
         }
         let summary = "\(report.checks) checks, \(report.rows) rows re-digested"
         if report.ok {
-            Terminal.out("ok: \(success) (\(summary))\n")
+            console.info("ok: \(success) (\(summary))\n")
         } else {
-            Terminal.out("\(report.findings.count) findings (\(summary))\n")
+            console.info("\(report.findings.count) findings (\(summary))\n")
         }
+    }
+
+    /// With `--verbose`: whether the seed is a zstd frame (unpacked to a temporary file first) or a database, and
+    /// where temporary files go.
+    static func describeInput(_ path: String, _ console: Console) {
+        guard console.isVerbose else { return }
+        let magic = FileHandle(forReadingAtPath: path).flatMap { handle in
+            defer { try? handle.close() }
+            return try? handle.read(upToCount: 4)
+        }
+        let kind = magic.map(Array.init) == [0x28, 0xB5, 0x2F, 0xFD] ? "a zstd frame, unpacked first" : "a database"
+        console.detail("\(path): \(kind); temporary files in \(NSTemporaryDirectory())")
     }
 
     /// Input that is not a usable seed: exit status 2, with `{"error":…}` on standard output under `--json`.

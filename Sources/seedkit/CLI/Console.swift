@@ -1,0 +1,68 @@
+import Foundation
+
+/// A command's output channels under its ``Verbosity``: results and errors always print; informational lines
+/// (summaries, success messages) and progress displays are dropped by `--quiet`; detail lines appear only with
+/// `--verbose`, on standard error, so that standard output — and every `--json` document — is the same with or
+/// without it. Nothing printed through it may carry a credential, token, cursor or row value.
+struct Console: Sendable {
+    let verbosity: Verbosity
+    /// The command, prefixed to detail lines (`export: scope catalog: 150 rows`).
+    let command: String
+
+    var isQuiet: Bool { verbosity == .quiet }
+    var isVerbose: Bool { verbosity == .verbose }
+
+    /// Whether a progress display may be drawn: not quiet, and standard error is a terminal.
+    var drawsProgress: Bool { !isQuiet && isatty(STDERR_FILENO) == 1 }
+
+    /// What the command was asked for, on standard output whatever the verbosity.
+    func result(_ text: String) {
+        Terminal.out(text)
+    }
+
+    /// A summary or success line on standard output, unless quiet.
+    func info(_ text: String) {
+        if !isQuiet { Terminal.out(text) }
+    }
+
+    /// An informational message on standard error (`server stopped`), unless quiet.
+    func notice(_ text: String) {
+        if !isQuiet { Terminal.err(text) }
+    }
+
+    /// One line of detail on standard error, with `--verbose` only. On a terminal the line first clears a
+    /// progress display that may be drawn there.
+    func detail(_ line: @autoclosure () -> String) {
+        guard isVerbose else { return }
+        let clear = isatty(STDERR_FILENO) == 1 ? "\r\u{1B}[K" : ""
+        Terminal.err("\(clear)\(command): \(line())\n")
+    }
+
+    /// `detail` with the time since `start` appended (`verified in 0.42 s`).
+    func detail(_ what: String, since start: ContinuousClock.Instant) {
+        detail(what, took: ContinuousClock.now - start)
+    }
+
+    /// `detail` with `duration` appended (`published seed.db.zst in 0.42 s`).
+    func detail(_ what: String, took duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        detail("\(what) in \(PipelineText.seconds(Double(seconds) + Double(attoseconds) / 1e18))")
+    }
+
+    /// An error on standard error, whatever the verbosity.
+    func error(_ text: String) {
+        Terminal.err(text)
+    }
+
+    /// `url` as safe to print: without user information (`user:password@`), a query or a fragment.
+    static func displayURL(_ url: String) -> String {
+        var text = Substring(url)
+        if let end = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = text[..<end] }
+        guard let scheme = text.range(of: "://") else { return String(text) }
+        let authorityEnd = text[scheme.upperBound...].firstIndex(of: "/") ?? text.endIndex
+        if let at = text[scheme.upperBound..<authorityEnd].lastIndex(of: "@") {
+            return String(text[..<scheme.upperBound]) + String(text[text.index(after: at)...])
+        }
+        return String(text)
+    }
+}
