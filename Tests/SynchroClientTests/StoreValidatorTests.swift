@@ -169,6 +169,54 @@ struct StoreValidatorTests {
         #expect(after.scopes.allSatisfy { $0.digestVerified && $0.rowsAwaitingPull == 0 })
     }
 
+    /// Publishes a Class 2 field addition on `tbl_notes` and runs the migrating cycle: the connect answers
+    /// `replace` and the pull verifies every scope under the new schema without re-delivering the notes.
+    func migrateToAddedNoteField() throws {
+        try SchemaPublisher(fixture.server).publish(transition: "class_2") {
+            $0.addField("tbl_notes", "fld_note_validated", type: "string")
+        }
+        let migration = try CycleRecorder().cycle(fixture.context).run()
+        #expect(migration.scopesRebuilt == [])
+        #expect(try validator.validate().scopes.allSatisfy(\.digestVerified))
+    }
+
+    /// Harness finding 1 (docs/reliability.md): the provenance digest of a note synced before the field was added
+    /// is the earlier schema's; while a local edit protects the note, that digest stands for it in the scope.
+    @Test("a pending edit of a row verified under an earlier schema awaits its push, not damage; the sync verifies")
+    func pendingEditAfterClassTwoAddition() throws {
+        try migrateToAddedNoteField()
+        try fixture.store.execute("UPDATE notes SET title = 'edited' WHERE id = (SELECT min(id) FROM notes)")
+
+        let validation = try validator.validate()
+        #expect(validation.findings == [])
+        #expect(validation.pendingMutations == 1)
+        let alice = try #require(validation.scopes.last)
+        #expect(alice.scopeID == "user:alice" && alice.digest == .awaitingPull && alice.rowsAwaitingPull == 1)
+        #expect(validation.scopes.first?.digestVerified == true)
+
+        let sync = try CycleRecorder().cycle(fixture.context).run()
+        #expect(sync.scopesRebuilt == [])
+        let after = try validator.validate()
+        #expect(after.findings == [])
+        #expect(after.scopes.allSatisfy { $0.digestVerified && $0.rowsAwaitingPull == 0 })
+    }
+
+    @Test("beside that pending edit, a damaged row verified under the earlier schema is still exactly one finding")
+    func damageBesidePendingEditAfterClassTwoAddition() throws {
+        try migrateToAddedNoteField()
+        try fixture.store.execute("UPDATE notes SET title = 'edited' WHERE id = (SELECT min(id) FROM notes)")
+        try fixture.storeFixture.inspect { connection in
+            try connection.execute("UPDATE _synchro_meta SET value = '1' WHERE key = 'sync_lock'")
+            try connection.execute("UPDATE notes SET title = title || '!' WHERE id = (SELECT max(id) FROM notes)")
+            try connection.execute("UPDATE _synchro_meta SET value = '0' WHERE key = 'sync_lock'")
+        }
+        let validation = try validator.validate()
+        #expect(validation.findings == [
+            .rowDigestMismatch(scope: "user:alice", table: "notes", rows: 1), .scopeDigestMismatch(scope: "user:alice"),
+        ])
+        #expect(validation.scopes.last?.digest == .mismatch)
+    }
+
     @Test("online: a corrupted server checksum is a finding; a store that never connected cannot be compared")
     func onlineFindings() throws {
         try fixture.server.engine.inject(.corruptChecksum(scope: "user:alice"))

@@ -24,7 +24,9 @@ public struct StoreValidation: Sendable, Equatable {
         case verified
         /// It differs (also a finding).
         case mismatch
-        /// Rows an accepted push changed await their pull echo; the stored checksum predates them.
+        /// Rows an accepted push changed await their pull echo, or rows with pending local intent keep digests
+        /// verified under an earlier schema and await their push and its echo; until then the stored checksum
+        /// cannot be recomputed (not damage).
         case awaitingPull = "awaiting_pull"
         /// The checksum was verified under an earlier schema; the next pull verifies it under the active one.
         case awaitingSchemaVerification = "awaiting_schema_verification"
@@ -44,8 +46,9 @@ public struct StoreValidation: Sendable, Equatable {
         public let hasChecksum: Bool
         /// What the offline check found about the stored checksum.
         public let digest: Digest
-        /// Rows that an accepted push changed after the scope was verified; the next pull brings their echo and
-        /// a new checksum. Until then the stored checksum is not compared (this is not damage).
+        /// Rows that an accepted push changed after the scope was verified, or, after a schema change, rows with
+        /// pending local intent whose stored digest predates the active schema; the next sync brings their echo
+        /// and a new checksum. Until then the stored checksum is not compared (this is not damage).
         public let rowsAwaitingPull: Int
         /// The comparison with the server; nil for offline validation.
         public var server: ServerComparison?

@@ -213,10 +213,11 @@ private struct OfflineChecks {
             let edges = try count("SELECT count(*) FROM _synchro_scope_rows WHERE scope_id = ?", [.text(scope.id)])
             var digest = StoreValidation.Digest.noChecksum
             pendingEcho = 0
-            if let rows {
+            if let rows, let manifest {
                 // A checksum verified under an earlier schema cannot be recomputed under the active one.
                 let comparable = scope.checksum != nil && (!scope.hasCursor || !scope.local.isEmpty)
-                let verified = try audit(scope: scope.id, stored: comparable ? scope.checksum : nil, rows: rows)
+                let verified = try audit(
+                    scope: scope.id, stored: comparable ? scope.checksum : nil, rows: rows, manifest: manifest)
                 digest = verified ? .verified : scope.checksum == nil ? .noChecksum
                     : pendingEcho > 0 ? .awaitingPull : comparable ? .mismatch : .awaitingSchemaVerification
             } else if edges > 0 {
@@ -229,7 +230,9 @@ private struct OfflineChecks {
     }
 
     /// Recomputes one scope: row digests against provenance, and the scope digest against the stored checksum.
-    private mutating func audit(scope: String, stored: String?, rows: LocalRows) throws -> Bool {
+    private mutating func audit(
+        scope: String, stored: String?, rows: LocalRows, manifest: ClientManifest
+    ) throws -> Bool {
         let audit: LocalRows.ScopeAudit
         do {
             audit = try rows.audit(scope: scope, detailed: true)
@@ -249,16 +252,35 @@ private struct OfflineChecks {
             add(.scopeMetadata(scope: scope, rule: "checksum_unreadable"))
             return false
         }
-        // A verified scope proves every row it covers. Only when it fails are the rows named whose stored digest
-        // the active schema does not reproduce (digests stored under an earlier schema count among them).
+        // A verified scope proves every row it covers. Only when it fails are the rows looked at one by one.
         guard checksum == audit.checksum else {
-            for (table, count) in audit.mismatchedRows.sorted(by: { $0.key < $1.key }) {
-                add(.rowDigestMismatch(scope: scope, table: table, rows: count))
-            }
-            add(.scopeDigestMismatch(scope: scope))
+            explainMismatch(scope: scope, audit: audit, rows: rows, manifest: manifest)
             return false
         }
         return true
+    }
+
+    /// Names the damaged rows of a scope whose checksum the local rows do not reproduce, or, when nothing
+    /// unprotected is damaged and rows with pending local intent keep digests that may predate the active schema,
+    /// reports those rows as awaiting their push and pull echo instead (``ScopeMismatchAudit``).
+    private mutating func explainMismatch(
+        scope: String, audit: LocalRows.ScopeAudit, rows: LocalRows, manifest: ClientManifest
+    ) {
+        let rowAudit: ScopeMismatchAudit
+        do {
+            rowAudit = try ScopeMismatchAudit(scope: scope, manifest: manifest, rows: rows, connection: connection)
+        } catch {
+            add(.scopeMetadata(scope: scope, rule: "provenance_unreadable"))
+            return
+        }
+        if rowAudit.awaitsPush(missingRows: audit.missingRows) {
+            pendingEcho = rowAudit.protectedRows
+            return
+        }
+        for (table, count) in rowAudit.damagedRows.sorted(by: { $0.key < $1.key }) {
+            add(.rowDigestMismatch(scope: scope, table: table, rows: count))
+        }
+        add(.scopeDigestMismatch(scope: scope))
     }
 
     // MARK: Queue

@@ -26,13 +26,14 @@ enum ConnectEndpoint {
         }
         let existing = try ClientRecord.load(user: context.user, client: request.clientID, from: db)
         if existing?.retired == true { throw WireError(.clientRetired, "client retired") }
-        try checkSchemaReferenceUse(request, existing: existing, received: body)
+        let known = try existing?.isKnownIdentity(in: db) ?? false
+        try checkSchemaReferenceUse(request, known: known, existing: existing, received: body)
+        // Without a generation from an identity never seen with one, this is its first connect sent again.
+        let repeatedFirst = existing != nil && !known && request.clientGeneration == nil
 
         return try db.transaction(kind: .immediate) {
-            var client = existing ?? ClientRecord(
-                userID: context.user, clientID: request.clientID, generation: 0, schemaVersion: 0,
-                scopeSetVersion: 0, assigned: [], retired: false, acceptedWriteEpoch: 0, pendingFenceLSN: 0,
-                lastActivity: context.now)
+            var client = registration(
+                existing: existing, repeatedFirst: repeatedFirst, context: context, clientID: request.clientID)
             let renewed = client.generation == 0 || request.clientGeneration != client.generation
             if renewed { client.generation += 1 }
             client.lastActivity = context.now
@@ -72,7 +73,11 @@ enum ConnectEndpoint {
             let updates = try cursorUpdates(
                 request: request, client: client, dispatch: dispatch, renewed: renewed && existing != nil,
                 kept: Set(assignedNow).subtracting(added), state: &state)
-            if dispatch.action != "unsupported" { client.schemaVersion = current.schemaVersion }
+            // Only a presented generation proves what the client installed (§2.5); a first connect's answer may
+            // never arrive, so it confirms nothing.
+            if request.clientGeneration != nil, let presented = request.schema {
+                client.schemaVersion = presented.version
+            }
             try ClientRecord.bind(client: request.clientID, to: context.user, in: db)
             try client.save(to: db)
 
@@ -113,22 +118,42 @@ enum ConnectEndpoint {
         return request
     }
 
-    /// Row 2 of §3.3: the fresh sentinel only from a never-seen identity, without generation or
-    /// reset; a known identity must present its generation.
+    /// Row 2 of §3.3: the fresh sentinel only from an identity never seen with a generation or installed
+    /// schema (§2.5), without generation or reset; a known identity must present its generation.
+    ///
+    /// An identity whose only trace is the server's own answer to a first connect is not known: that answer may
+    /// have been lost, and the client then retries the same request (`docs/decisions.md`, "A retried first
+    /// connect is a first connect").
     private static func checkSchemaReferenceUse(
-        _ request: ConnectRequest, existing: ClientRecord?, received body: JSONValue
+        _ request: ConnectRequest, known: Bool, existing: ClientRecord?, received body: JSONValue
     ) throws {
         let received = body.objectValue?["schema"] ?? .null
         func reject() -> WireError {
             WireError(.invalidSchemaReference, "invalid schema reference", extras: [JSONMember("received_schema", received)])
         }
-        if request.schema == nil && (request.clientGeneration != nil || request.schemaReset || existing != nil) {
+        if request.schema == nil && (request.clientGeneration != nil || request.schemaReset || known) {
             throw reject()
         }
-        if existing != nil && request.clientGeneration == nil { throw reject() }
+        if known && request.clientGeneration == nil { throw reject() }
         if request.schemaReset && (existing == nil || request.clientGeneration != existing?.generation) {
             throw reject()
         }
+    }
+
+    /// The record this connect updates: the stored one, or a first registration. A first connect sent again
+    /// (its answer lost) starts over from the identity's unconfirmed record: the client knows no scope and no
+    /// generation, so it gets every assigned scope again and a generation after the unseen one (whatever was
+    /// bound to that one can never be presented).
+    private static func registration(
+        existing: ClientRecord?, repeatedFirst: Bool, context: EndpointContext, clientID: String
+    ) -> ClientRecord {
+        if let existing, !repeatedFirst { return existing }
+        var client = existing ?? ClientRecord(
+            userID: context.user, clientID: clientID, generation: 0, schemaVersion: 0,
+            scopeSetVersion: 0, assigned: [], retired: false, acceptedWriteEpoch: 0, pendingFenceLSN: 0,
+            lastActivity: context.now)
+        client.assigned = []
+        return client
     }
 
     /// `scope_cursor_updates` (§3.4): for a Class 2/3 action, each kept scope whose presented cursor
