@@ -62,8 +62,6 @@ final class HarnessStats {
     var kills: [String: Int] = [:]
     /// Runs whose chosen boundary was not reached (they completed).
     var notReached = 0
-    /// Runs that met a known issue (HarnessStaleDigestTests, HarnessLostFreshConnectTests) in its exact shape.
-    var knownIssues = 0
     /// Outcomes worth reporting that break no rule (for example `stale_evidence`), by name.
     var observations: [String: Int] = [:]
     var faults: [String: Int] = [:]
@@ -78,7 +76,7 @@ final class HarnessStats {
         let observed = noted.isEmpty ? "" : "\nobserved: \(noted.joined(separator: ", "))"
         return """
             \(title): \(trials) trials, \(kills.values.reduce(0, +)) kills, \(notReached) runs completed before \
-            their kill point, \(knownIssues) known-issue outcomes, \(processes) child processes, \
+            their kill point, \(processes) child processes, \
             \(String(format: "%.1f", seconds)) s
             kills by boundary or trigger:
             \(killLines.joined(separator: "\n"))\(faultSummary)\(observed)
@@ -148,8 +146,6 @@ final class HarnessSyncWorld {
         var schema = false
         var fault = false
         var renewal = false
-        /// The first connect of a fresh identity will lose its response (HarnessLostFreshConnectTests).
-        var lostFreshConnect = false
     }
 
     func runTrial(_ trial: Int, random: inout SeededRandom) throws {
@@ -335,7 +331,6 @@ final class HarnessSyncWorld {
             let route = random.pick(routes) ?? "/sync/pull"
             if random.chance(0.5) {
                 try server.engine.inject(.loseResponse(route: route, count: 1))
-                plan.lostFreshConnect = route == "/sync/connect" && clientID == nil
                 stats.faults["lose_response", default: 0] += 1
                 log.append("lose_response \(route)")
             } else {
@@ -414,21 +409,11 @@ final class HarnessSyncWorld {
             if label == "push.sealed", let clientID, random.chance(0.6) {
                 try renewalKill(clientID: clientID)
             }
-        } else if plan.lostFreshConnect && Self.isRefusedFreshRetry(run) {
-            stats.knownIssues += 1
-            log.append("known issue: the retried fresh connect is refused (HarnessLostFreshConnectTests)")
         } else {
             try expectSuccess(run, "a sync whose kill point was not reached")
             stats.notReached += 1
             lastSyncLines = max(2, run.lines.count)
         }
-    }
-
-    /// The known refusal of HarnessLostFreshConnectTests: a fresh identity's connect was processed, its response
-    /// lost, and the retry with the fresh sentinel is 400 `invalid_schema_reference`. The next `seedkit sync` of
-    /// the still unbound store connects under a new client ID.
-    static func isRefusedFreshRetry(_ run: HarnessOutcome) -> Bool {
-        !run.signaled && run.status == 1 && run.stderrText.contains("connect: HTTP 400 (invalid_schema_reference)")
     }
 
     /// A sealed batch whose generation the server then expires is renewed by the next sync, which dies right
@@ -459,12 +444,7 @@ final class HarnessSyncWorld {
 
     /// The restart and every check of the trial.
     func recoverAndCheck(_ plan: Plan) throws {
-        var recovery = try sync(device, pageLimit: 20, until: true)
-        if plan.lostFreshConnect && Self.isRefusedFreshRetry(recovery) {
-            stats.knownIssues += 1
-            log.append("known issue: the retried fresh connect is refused (HarnessLostFreshConnectTests)")
-            recovery = try sync(device, pageLimit: 20, until: true)
-        }
+        let recovery = try sync(device, pageLimit: 20, until: true)
         try expectSuccess(recovery, "the sync after the kill")
         lastSyncLines = max(2, recovery.lines.count)
         let reading = try sync(reader, pageLimit: 50, until: true)
@@ -588,18 +568,9 @@ final class HarnessSyncWorld {
     }
 
     /// `seedkit validate` (offline) holds on the store as the kill left it: every committed state is consistent.
-    /// The one known false finding (HarnessStaleDigestTests) is counted, not failed, and only in its exact shape.
     func expectValid(_ database: String, after point: String) throws {
         let run = try child(["validate", "--db", database, "--json"])
         if run.succeeded { return }
-        let report = try? StrictJSONParser().parse(run.lines.last ?? "").objectValue
-        let rules = Set((report?["findings"]?.arrayValue ?? []).compactMap { $0.objectValue?["rule"]?.stringValue })
-        let pending = report?["pending_mutations"]?.numberValue?.exactInt64 ?? 0
-        if !addedNoteFields.isEmpty, pending > 0, rules == ["row_digest_mismatch", "scope_digest_mismatch"] {
-            stats.knownIssues += 1
-            log.append("known issue: stale provenance digests after the schema change (HarnessStaleDigestTests)")
-            return
-        }
         throw HarnessError("the store killed at \(point) does not validate: \(run.stdoutText)\(run.stderrText)")
     }
 

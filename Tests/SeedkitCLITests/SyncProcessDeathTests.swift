@@ -28,6 +28,10 @@ struct SyncProcessDeathTests {
         /// The server published a class 4 schema before the second sync, which therefore stops with
         /// `unsupported`; `sync --schema-reset` dies at the named point and is run again.
         case reset
+        /// The server refuses the second sync's push once with 503 and `Retry-After`; the sync dies once the
+        /// retry record is durable, and the restart (its clock moved past the deadline through the
+        /// `SEEDKIT_TEST_CLOCK_OFFSET_MS` test hook instead of sleeping) replays the sealed batch.
+        case retry
     }
 
     /// One boundary and where the scenario reaches it.
@@ -64,6 +68,7 @@ struct SyncProcessDeathTests {
         Case(point: "schema.prepared", stage: .reset),
         Case(point: "schema.applied", stage: .reset),
         Case(point: "rebuild.final", stage: .reset),
+        Case(point: "backoff.recorded", stage: .retry),
     ]
 
     @Test("a kill at the boundary loses and duplicates nothing, and the next sync is steady", arguments: cases)
@@ -126,10 +131,19 @@ struct SyncProcessDeathTests {
             try world.publish(transition: "class_4", removeField: ("tbl_tasks", "fld_task_due"))
             let refused = try world.sync(device, pageLimit: 4)
             #expect(refused.status == 1 && refused.stderrText.contains("unsupported"))
+            // The stored blocking error now refuses a plain sync before any request (it sends no connect).
+            let blocked = try world.sync(device, pageLimit: 4, json: true)
+            #expect(blocked.status == 1 && blocked.stderrText.contains("blocked"))
+            #expect(!blocked.lines.contains { $0.contains("phase_started") })
             try world.expectValid(device)
             try world.expectKilled(world.sync(device, pageLimit: 4, crashAt: crash.point, extra: ["--schema-reset"]))
             try world.expectValid(device)
             try world.expectSuccess(world.sync(device, pageLimit: 4, extra: ["--schema-reset"]))
+        case .retry:
+            try world.server.engine.inject(.rejectRequests(route: "/sync/push", count: 1, status: 503))
+            try world.expectKilled(world.sync(device, pageLimit: 4, crashAt: crash.point))
+            try world.expectValid(device)
+            try world.expectRetryResumesSealedBatch(device)
         case .capture, .firstSync:
             break
         }
@@ -196,13 +210,62 @@ final class DeviceWorld {
         return try SeedkitProcess.run(arguments, environment: environment)
     }
 
+    /// Runs `seedkit arguments…`, killed at `point` when given, its engine clock shifted by `clockOffset`
+    /// milliseconds when given (the `SEEDKIT_TEST_CLOCK_OFFSET_MS` test hook of `ClientClock.system`).
+    func run(
+        _ arguments: [String], crashAt point: String? = nil, clockOffset: Int64?
+    ) throws -> SeedkitProcess.Outcome {
+        guard let clockOffset else { return try run(arguments, crashAt: point) }
+        return try SeedkitProcess.run(arguments, environment: [
+            "SEEDKIT_TEST_TOKEN": "secret-alice", "SEEDKIT_CRASH_AT": point ?? "",
+            "SEEDKIT_TEST_CLOCK_OFFSET_MS": String(clockOffset),
+        ])
+    }
+
     func sync(
-        _ database: String, pageLimit: Int, crashAt point: String? = nil, json: Bool = false, extra: [String] = []
+        _ database: String, pageLimit: Int, crashAt point: String? = nil, json: Bool = false, extra: [String] = [],
+        clockOffset: Int64? = nil
     ) throws -> SeedkitProcess.Outcome {
         try run(
             ["sync", "--server", server.baseURL, "--db", database, "--token-env", "SEEDKIT_TEST_TOKEN",
              "--page-limit", String(pageLimit)] + (json ? ["--json"] : []) + extra,
-            crashAt: point)
+            crashAt: point, clockOffset: clockOffset)
+    }
+
+    /// After a sync died at `backoff.recorded` on a refused push: the durable retry record names the sealed batch
+    /// with the server's `Retry-After` as its deadline, which is still ahead, so a plain restart would wait for
+    /// it. A restart whose clock is an hour later (test hook) finds the deadline passed, waits for nothing,
+    /// replays the same sealed batch, and its success clears the record.
+    func expectRetryResumesSealedBatch(
+        _ database: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let query = "SELECT resume_state, retry_classification, attempt_count, next_retry_at_ms, work_identity "
+            + "FROM _synchro_backoff"
+        let line = try #require(try rows(query, database).first, sourceLocation: sourceLocation)
+        let record = try #require(try StrictJSONParser().parse(Array(line.utf8)).objectValue)
+        let batch = try #require(
+            try rows("SELECT batch_id FROM _synchro_push_batches WHERE state = 'pending'", database).first,
+            sourceLocation: sourceLocation)
+        #expect(record["resume_state"] == .string("pushing"), sourceLocation: sourceLocation)
+        #expect(record["retry_classification"] == .string("http_503"), sourceLocation: sourceLocation)
+        #expect(record["attempt_count"] == .number(JSONNumber(1)), sourceLocation: sourceLocation)
+        let identity = try #require(record["work_identity"]?.stringValue, sourceLocation: sourceLocation)
+        #expect(batch.contains(identity), "the record names the sealed batch", sourceLocation: sourceLocation)
+        let deadline = try #require(record["next_retry_at_ms"]?.numberValue?.exactInt64, sourceLocation: sourceLocation)
+        let now = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+        #expect(deadline > now, "the deadline is ahead: a plain restart would wait", sourceLocation: sourceLocation)
+
+        let resumed = try sync(database, pageLimit: 4, json: true, clockOffset: 3_600_000)
+        try expectSuccess(resumed, sourceLocation: sourceLocation)
+        let events = try resumed.lines.map {
+            try StrictJSONParser().parse(Array($0.utf8)).objectValue ?? JSONObject([])
+        }
+        #expect(!events.contains { $0["event"] == .string("retry_scheduled") }, sourceLocation: sourceLocation)
+        let mutations = events.last?["mutations"]?.objectValue
+        #expect(mutations?["pushed"] == .number(JSONNumber(5)), sourceLocation: sourceLocation)
+        #expect(mutations?["accepted"] == .number(JSONNumber(5)), sourceLocation: sourceLocation)
+        #expect(try rows("SELECT count(*) AS n FROM _synchro_backoff", database) == [#"{"n":0}"#],
+                sourceLocation: sourceLocation)
     }
 
     /// Publishes the next version of the served manifest with the operator credential: `addField` adds a

@@ -19,13 +19,9 @@ struct DurableBackoffTests {
     init() throws {
         fixture = try SyncFixture(rows: 60, pageLimit: 40, clock: clock.clock)
         transport = CycleTransport(server: fixture.server)
-        losing = LosingTransport(transport)
     }
 
-    /// Loses the replies of the next pushes after the server processed them.
-    let losing: LosingTransport
-
-    var context: SyncContext { SyncContext(store: fixture.store, transport: losing, pageLimit: 40) }
+    var context: SyncContext { SyncContext(store: fixture.store, transport: transport, pageLimit: 40) }
 
     /// A cycle whose waits advance the clock and record what the store held at that moment; jitter draws
     /// `random`.
@@ -138,9 +134,9 @@ struct DurableBackoffTests {
         try fixture.store.execute(
             "INSERT INTO notes (id, owner_id, title, pinned, updated_at) VALUES (?, 'alice', 'Lost', 0, ?)",
             [.text("note-lost-1"), .text("2026-01-02T03:04:05.000Z")])
-        // The server commits the push; its reply never arrives (the server's `lose_response` fault is not used:
-        // libcurl silently re-sends a request whose reused connection died, which hides the loss).
-        losing.losePushReplies(1)
+        // The server commits the push; its reply dies after the header fields (`lose_response`), on the reused
+        // keep-alive connection, and libcurl reports the failed transfer.
+        try fixture.server.engine.inject(.loseResponse(route: "/sync/push", count: 1))
         let failedAt = clock.milliseconds
 
         let summary = try cycle().run()
@@ -189,32 +185,5 @@ final class WaitLog: Sendable {
 
     func reset() {
         waits.withLock { $0 = [] }
-    }
-}
-
-/// Forwards every request; the replies of the next `n` pushes are dropped after the server handled them, as a
-/// lost response would be.
-final class LosingTransport: SyncTransport, Sendable {
-    struct LostResponse: Error {}
-
-    private let base: any SyncTransport
-    private let pushesToLose = Mutex(0)
-
-    init(_ base: any SyncTransport) {
-        self.base = base
-    }
-
-    func losePushReplies(_ count: Int) {
-        pushesToLose.withLock { $0 = count }
-    }
-
-    func post(path: String, body: [UInt8]) throws -> SyncReply {
-        let reply = try base.post(path: path, body: body)
-        let lose = path == "/sync/push" && pushesToLose.withLock { count in
-            defer { count = max(0, count - 1) }
-            return count > 0
-        }
-        if lose { throw LostResponse() }
-        return reply
     }
 }

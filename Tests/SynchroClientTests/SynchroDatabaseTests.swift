@@ -302,6 +302,104 @@ struct SynchroDatabaseTests {
         #expect(signal.isStopped)
     }
 
+    @Test("a blocking error recorded while sync runs refuses syncNow's cycle; only retryAfterError resumes")
+    func syncNowObeysBlockingError() throws {
+        try database.startSync()
+        scheduler.runNext()
+        try BlockingErrorTests.storeBlockingError(StoreFileAccess(path: directory.path("app.db")))
+        transport.reset()
+
+        try database.syncNow()
+        scheduler.runNext()
+        let refused = database.getSyncStatus()
+        let blocked = SyncCycleError.blocked(
+            operation: "pull", code: "sync_integrity_failure", recoveryAction: "retry")
+        #expect(refused.lastError == blocked)
+        #expect(refused.state == .error)
+        #expect(transport.paths.isEmpty)
+        #expect(scheduler.pendingDelays.isEmpty, "a timer never leaves error")
+        #expect(throws: SynchroDatabaseError.syncBlocked(
+            operation: "pull", code: "sync_integrity_failure", recoveryAction: "retry")) { try database.startSync() }
+
+        try database.retryAfterError()
+        scheduler.runNext()
+        let resumed = database.getSyncStatus()
+        #expect(resumed.state == .ready && resumed.blockingError == nil && resumed.lastError == nil)
+        #expect(transport.paths == ["/sync/connect", "/sync/pull"])
+    }
+
+    @Test("retryAfterError refuses an error whose recovery is not retry; a reopened client starts in error")
+    func retryAfterErrorNeedsRetryRecovery() throws {
+        try BlockingErrorTests.storeBlockingError(
+            StoreFileAccess(path: directory.path("app.db")), recoveryAction: "schema_reset")
+        #expect(throws: SynchroDatabaseError.syncBlocked(
+            operation: "pull", code: "sync_integrity_failure", recoveryAction: "schema_reset")) {
+            try database.retryAfterError()
+        }
+        #expect(database.getSyncStatus().blockingError?.recoveryAction == "schema_reset")
+        #expect(scheduler.pendingDelays.isEmpty)
+
+        // Opened with a stored blocking error, the client starts in `error` (client-store §11 "Construction").
+        database.close()
+        let reopened = try SynchroDatabase(configuration: configuration())
+        #expect(reopened.getSyncStatus().state == .error)
+        reopened.close()
+    }
+
+    @Test("the deprecated inspection calls forward to the current ones and return current records only")
+    func deprecatedInspectionForwards() throws {
+        try database.startSync()
+        scheduler.runNext()
+        try database.execute(Self.insertNote, [.text("sdk-note-9"), .text("kept"), .text("2026-01-01T00:00:00.000Z")])
+        try database.execute("UPDATE products SET title = 'not allowed' WHERE id = (SELECT min(id) FROM products)")
+        let legacy: any DeprecatedInspection = database
+        let unsealed = try database.inspectRetainedMutationRecords()
+        #expect(try legacy.inspectPendingMutations() == unsealed)
+        #expect(try legacy.inspectRetainedMutations() == unsealed)
+        #expect(try legacy.inspectRejectedMutations().isEmpty)
+
+        try database.syncNow()
+        scheduler.runNext()
+        // Pending means unresolved: accepted and rejected entries are retained, not pending.
+        #expect(try legacy.inspectPendingMutations().isEmpty)
+        #expect(try legacy.inspectRetainedMutations() == (try database.inspectRetainedMutationRecords()))
+        #expect(try legacy.inspectRetainedMutations().map(\.state) == [.accepted, .rejected])
+        #expect(try legacy.inspectRejectedMutations() == (try database.inspectRejectedMutationRecords()))
+        #expect(try legacy.inspectRejectedMutations().map(\.code) == ["policy_rejected"])
+    }
+
+    @Test("the deprecated inspection calls fail when a legacy record is present; the current ones return it")
+    func deprecatedInspectionRefusesLegacyRecords() throws {
+        let file = StoreFileAccess(path: directory.path("app.db"))
+        try file.run("""
+            INSERT INTO _synchro_pending_changes
+                (mutation_id, capture_uuid, table_name, record_id, operation, client_version, lifecycle_state,
+                 source_kind, created_at, updated_at)
+            VALUES ('00000000-0000-5000-8000-00000000e9a1', '00000000-0000-5000-8000-00000000e9a1', 'notes', 'n-old',
+                    'insert', '2025-01-01T00:00:00.000000Z', 'legacy_blocked', 'legacy_import',
+                    '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')
+            """)
+        try file.run("""
+            INSERT INTO _synchro_rejected_mutations
+                (mutation_id, table_name, record_id, status, code, created_at, updated_at)
+            VALUES ('00000000-0000-5000-8000-00000000e9a2', 'notes', 'n-older', 'conflict', 'version_conflict',
+                    '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')
+            """)
+        let legacy: any DeprecatedInspection = database
+
+        #expect(throws: SynchroDatabaseError.legacyRecordPresent(mutationID: "00000000-0000-5000-8000-00000000e9a1")) {
+            try legacy.inspectPendingMutations()
+        }
+        #expect(throws: SynchroDatabaseError.legacyRecordPresent(mutationID: "00000000-0000-5000-8000-00000000e9a1")) {
+            try legacy.inspectRetainedMutations()
+        }
+        #expect(throws: SynchroDatabaseError.legacyRecordPresent(mutationID: "00000000-0000-5000-8000-00000000e9a2")) {
+            try legacy.inspectRejectedMutations()
+        }
+        #expect(try database.inspectRetainedMutationRecords().map(\.binding) == [nil])
+        #expect(try database.inspectRejectedMutationRecords().map(\.payload) == [.legacy])
+    }
+
     private func rebuildBodies() -> [JSONObject] {
         transport.bodies("/sync/rebuild").compactMap { (try? StrictJSONParser().parse($0))?.objectValue }
     }
@@ -312,5 +410,27 @@ struct SynchroDatabaseTests {
 
     private func rebuildCursors() -> [String?] {
         rebuildBodies().map { $0["cursor"]?.stringValue }
+    }
+}
+
+/// The deprecated inspection calls of the contract's SDK surface, reached through a protocol so that the tests
+/// calling them are not themselves deprecation warnings (the test target builds with warnings as errors).
+protocol DeprecatedInspection {
+    func inspectPendingMutations() throws(SynchroDatabaseError) -> [PendingMutation]
+    func inspectRetainedMutations() throws(SynchroDatabaseError) -> [PendingMutation]
+    func inspectRejectedMutations() throws(SynchroDatabaseError) -> [RejectedMutationRecord]
+}
+
+extension SynchroDatabase: DeprecatedInspection {}
+
+/// Writes to a store's file on a connection of its own, as another program (or an upstream SDK build) would.
+struct StoreFileAccess {
+    let path: String
+
+    func run(_ sql: String, _ arguments: [SQLiteValue] = []) throws {
+        let connection = try Connection(path: path, mode: .readWrite)
+        defer { connection.close() }
+        try connection.setBusyTimeout(milliseconds: 5_000)
+        try connection.run(sql, arguments)
     }
 }

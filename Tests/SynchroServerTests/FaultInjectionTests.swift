@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SynchroHTTP
 import SynchroProtocol
 import SynchroServer
@@ -45,9 +46,46 @@ struct FaultInjectionTests {
         let server = try RunningServer()
         try server.engine.inject(.loseResponse(route: "/sync/connect", count: 1))
         #expect(throws: TransportError.self) { _ = try server.post("/sync/connect", Self.connect) }
-        // The registration was committed: the fresh sentinel is now refused for this identity.
+        // The registration was committed (generation 1 went to the lost answer); the retry is a first connect.
         let again = try server.post("/sync/connect", Self.connect)
-        #expect(again.errorCode == "invalid_schema_reference")
+        #expect(again.status == 200)
+        #expect(again.object["client_generation"] == .number(JSONNumber(2)))
+    }
+
+    @Test("a lost response on a reused keep-alive connection fails the transfer once; libcurl resends nothing")
+    func loseResponseOnReusedConnection() throws {
+        let directory = try TemporaryDirectory(prefix: "fault-keep-alive")
+        let dataset = try Dataset(directory: RepositoryLayout.root.appendingPathComponent("seeds/demo"))
+        let engine = try SyncEngine(configuration: ServerConfiguration(
+            dataset: dataset, rowsOverride: 20, databasePath: directory.path("server.db"),
+            credentials: RunningServer.credentials, operatorToken: RunningServer.operatorToken,
+            clock: ManualServerClock()))
+        let handled = HandledRequests()
+        let server = HTTPServer(handler: HTTPClosureHandler { request in
+            let response = engine.handle(request)
+            handled.add(request.path)
+            return response
+        })
+        let port = try server.start(host: "127.0.0.1", port: 0)
+        defer { server.stop() }
+        let client = try CurlTransport(configuration: .init(baseURL: "http://127.0.0.1:\(port)"))
+        var headers = TransportHeaders()
+        headers.append(name: "Authorization", value: "Bearer secret-alice")
+        headers.append(name: "Content-Type", value: "application/json")
+        let connect = TransportRequest(
+            method: .post, path: "/sync/connect", headers: headers, body: Array(Self.connect.utf8))
+        // The first exchange opens the connection the lost response then arrives on.
+        #expect(try client.send(TransportRequest(method: .get, path: "/ready")).status == 200)
+
+        try engine.inject(.loseResponse(route: "/sync/connect", count: 1))
+        // The header fields arrived, the announced body did not: a partial transfer, not a stale connection.
+        #expect(throws: TransportError.other(code: 18)) { _ = try client.send(connect) }
+        #expect(handled.all == ["/ready": 1, "/sync/connect": 1])
+
+        // The lost connect was committed; its retry is answered as a first connect (docs/decisions.md).
+        let again = try client.send(connect)
+        #expect(again.status == 200)
+        #expect(handled.all == ["/ready": 1, "/sync/connect": 2])
     }
 
     @Test("a retired client gets 409 client_retired on connect")
@@ -131,5 +169,16 @@ struct PullFaultTests {
         client.scopeSetVersion += 1
         let empty = try client.rebuild(scope: "region:eu", limit: 10)
         #expect(empty.records.isEmpty)
+    }
+}
+
+/// Requests a server handled, per path.
+final class HandledRequests: Sendable {
+    private let counts = Mutex<[String: Int]>([:])
+
+    var all: [String: Int] { counts.withLock { $0 } }
+
+    func add(_ path: String) {
+        counts.withLock { $0[path, default: 0] += 1 }
     }
 }

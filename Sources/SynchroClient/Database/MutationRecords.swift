@@ -68,3 +68,24 @@ enum RejectedMutationStore {
         return cleared
     }
 }
+
+extension ClientStore {
+    /// The explicit policy that clears retained rejections (client contract, "Public native SDK surface"): the
+    /// named ones, or all when `mutationIDs` is nil; returns how many were cleared. The ledger keeps its entries
+    /// (it is append-only). A cleared `rejected_terminal` record no longer protects its row
+    /// (`spec/client-store.md` §9): the next pull or rebuild may bring the row back to the server's state.
+    @discardableResult
+    public func clearRejectedMutationRecords(_ mutationIDs: [String]? = nil) throws(ClientStoreError) -> Int {
+        do {
+            return try serverApply { transaction in
+                try RejectedMutationStore.clear(mutationIDs, on: transaction.connection)
+            }
+        } catch let error as ClientStoreError {
+            throw error
+        } catch let error as SQLiteError {
+            throw .sqlite(error)
+        } catch {
+            throw .closed
+        }
+    }
+}

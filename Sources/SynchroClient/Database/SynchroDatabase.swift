@@ -121,8 +121,10 @@ public final class SynchroDatabase: Sendable {
             self?.publishStatus()
         }
         stateObservation.withLock { $0 = observation }
-        // The store opened and validated: `uninitialized → local_ready`.
-        try? status.transition(to: .localReady)
+        // The store opened and validated: `uninitialized → local_ready`, or `error` while a blocking error is
+        // stored (`spec/client-store.md` §11 "Construction").
+        let blocked = (try? blockingError()) != nil
+        try? status.transition(to: blocked ? .error : .localReady)
     }
 
     /// Opens the database (``init(configuration:)``).
@@ -241,6 +243,25 @@ public final class SynchroDatabase: Sendable {
         try arm(reset: true)
     }
 
+    /// The explicit `retry` recovery (`spec/wire-protocol.md` §10.2): clears a stored blocking error whose
+    /// recovery action is `retry` (``SyncCycle/acknowledgeBlockingError()``) and arms sync. A stored error that
+    /// needs another action is refused with ``SynchroDatabaseError/syncBlocked(operation:code:recoveryAction:)``
+    /// and stays; with no error stored this only arms sync.
+    public func retryAfterError() throws(SynchroDatabaseError) {
+        try requireOutsideApplicationTransaction()
+        do {
+            _ = try SyncCycle(context: makeContext(), delay: { _ in }).acknowledgeBlockingError()
+        } catch .blocked(let operation, let code, let recoveryAction) {
+            throw .syncBlocked(operation: operation, code: code, recoveryAction: recoveryAction)
+        } catch .sync(_, .store(let error)) {
+            throw error == .closed ? .closed : .store(error)
+        } catch {
+            throw .store(.sqlite(SQLiteError(reason: .sqlite, code: .error, message: error.description)))
+        }
+        try stopSync()
+        try arm(reset: false)
+    }
+
     /// The current state and bounded diagnostics.
     public func getSyncStatus() -> SyncStatusSnapshot {
         let machine = status.snapshot
@@ -287,15 +308,9 @@ public final class SynchroDatabase: Sendable {
     @discardableResult
     public func clearRejectedMutationRecords(_ mutationIDs: [String]? = nil) throws(SynchroDatabaseError) -> Int {
         do {
-            return try store.serverApply { transaction in
-                try RejectedMutationStore.clear(mutationIDs, on: transaction.connection)
-            }
-        } catch let error as ClientStoreError {
-            throw .store(error)
-        } catch let error as SQLiteError {
-            throw .store(.sqlite(error))
+            return try store.clearRejectedMutationRecords(mutationIDs)
         } catch {
-            throw .closed
+            throw error == .closed ? .closed : .store(error)
         }
     }
 
@@ -305,11 +320,14 @@ public final class SynchroDatabase: Sendable {
         guard !ApplicationScope.isActive(store) else { throw .calledInsideApplicationTransaction }
     }
 
+    /// The stored blocking error, read as the engine reads it when it refuses a cycle.
     private func blockingError() throws(SynchroDatabaseError) -> ClientInspection.BlockingError? {
         do {
-            return try store.inspect().blockingError
-        } catch {
+            return try BlockingErrorStore.stored(in: store)
+        } catch .store(let error) {
             throw error == .closed ? .closed : .store(error)
+        } catch {
+            throw .store(.sqlite(SQLiteError(reason: .sqlite, code: .error, message: error.rule)))
         }
     }
 
@@ -392,12 +410,16 @@ public final class SynchroDatabase: Sendable {
         return .milliseconds(max(0, deadline - configuration.clock.nowMilliseconds()))
     }
 
+    private func makeContext() -> SyncContext {
+        SyncContext(
+            store: store, transport: configuration.transport, platform: configuration.platform,
+            appVersion: configuration.appVersion, pageLimit: configuration.pageLimit)
+    }
+
     private func makeCycle(signal: SyncStopSignal) -> SyncCycle {
         let scheduler = configuration.scheduler
         let events = eventObservers
-        let context = SyncContext(
-            store: store, transport: configuration.transport, platform: configuration.platform,
-            appVersion: configuration.appVersion, pageLimit: configuration.pageLimit)
+        let context = makeContext()
         return SyncCycle(
             context: context, configuration: configuration.cycle,
             delay: { duration in scheduler.wait(for: duration, signal: signal) },

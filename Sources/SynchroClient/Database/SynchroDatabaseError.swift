@@ -19,6 +19,9 @@ public enum SynchroDatabaseError: Error, Sendable, Equatable, CustomStringConver
     case schemaResetNotPending
     /// A retained record is neither a current nor a legacy record (only some of its fields are present).
     case inconsistentRecord(mutationID: String, rule: String)
+    /// A deprecated inspection call (``SynchroDatabase/inspectPendingMutations()`` and its siblings) met a legacy
+    /// record, which it cannot represent (client contract, "Public native SDK surface").
+    case legacyRecordPresent(mutationID: String)
     /// The database was closed.
     case closed
 
@@ -33,6 +36,7 @@ public enum SynchroDatabaseError: Error, Sendable, Equatable, CustomStringConver
         case .syncNotStarted: "sync_not_started"
         case .schemaResetNotPending: "schema_reset_not_pending"
         case .inconsistentRecord: "inconsistent_record"
+        case .legacyRecordPresent: "legacy_record_present"
         case .closed: "closed"
         }
     }
@@ -49,6 +53,8 @@ public enum SynchroDatabaseError: Error, Sendable, Equatable, CustomStringConver
         case .syncNotStarted: "sync is not started"
         case .schemaResetNotPending: "no unsupported schema awaits a reset"
         case .inconsistentRecord(let id, let rule): "retained record \(id) is inconsistent (\(rule))"
+        case .legacyRecordPresent(let id):
+            "retained record \(id) is a legacy record; use the current inspection methods"
         case .closed: "the database is closed"
         }
     }

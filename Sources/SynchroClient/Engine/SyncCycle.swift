@@ -13,6 +13,10 @@ import SynchroProtocol
 /// `client_generation_expired` and
 /// 422 `schema_mismatch` reconnect and resume; 409 `rebuild_restart_required` starts a new rebuild attempt.
 /// Everything else stops the cycle with a typed ``SyncCycleError``; committed pages and batches stay committed.
+///
+/// A stored blocking error (`spec/client-store.md` §4.12) refuses every run before anything is sent or changed
+/// (``SyncCycleError/blocked(operation:code:recoveryAction:)``), whichever entry point started it: only its
+/// recovery action lifts it (``runSchemaReset()`` for `schema_reset`, ``acknowledgeBlockingError()`` for `retry`).
 public struct SyncCycle: Sendable {
     /// Bounds and sizes of a cycle.
     public struct Configuration: Sendable, Equatable {
@@ -98,6 +102,33 @@ public struct SyncCycle: Sendable {
         try run(CycleRun(cycle: self, schemaReset: true))
     }
 
+    /// The explicit `retry` recovery of a stored blocking error (`spec/wire-protocol.md` §10.2: `error →
+    /// local_ready` needs an explicit retry action, never a timer): deletes the error when its recovery action is
+    /// `retry`, so the next run may sync; nothing else changes. Returns whether an error was cleared. A stored
+    /// error with another recovery action stays and fails with
+    /// ``SyncCycleError/blocked(operation:code:recoveryAction:)``.
+    @discardableResult
+    public func acknowledgeBlockingError() throws(SyncCycleError) -> Bool {
+        let outcome: (stored: Bool, remaining: ClientInspection.BlockingError?)
+        do {
+            outcome = try context.store.applySync { connection in
+                guard let stored = try BlockingErrorStore.stored(on: connection) else {
+                    return (false, ClientInspection.BlockingError?.none)
+                }
+                guard stored.recoveryAction == "retry" else { return (true, stored) }
+                try connection.run("DELETE FROM _synchro_blocking_error WHERE singleton = 1")
+                return (true, nil)
+            }
+        } catch {
+            throw .sync(phase: .connect, error)
+        }
+        if let remaining = outcome.remaining {
+            throw .blocked(
+                operation: remaining.operation, code: remaining.code, recoveryAction: remaining.recoveryAction)
+        }
+        return outcome.stored
+    }
+
     /// Runs cycles until one ends current: no sealed batch or unsealed intent left to push and every scope with
     /// a cursor and a verified checksum. Returns the summary of every cycle; fails with
     /// ``SyncCycleError/notCurrent(cycles:)`` when `maxCycles` cycles did not get there.
@@ -166,11 +197,12 @@ private final class CycleRun {
 
     func run() throws(SyncCycleError) {
         summary.states = [cycle.status.state]
+        // A reset interrupted after it was applied still counts: running the same command again finishes it.
+        if schemaReset, try !resetPending(), try !resetApplied() { throw .schemaResetNotPending }
+        try refuseWhileBlocked()
         if [.uninitialized, .error, .stopped].contains(cycle.status.state) {
             try enter(.localReady)
         }
-        // A reset interrupted after it was applied still counts: running the same command again finishes it.
-        if schemaReset, try !resetPending(), try !resetApplied() { throw .schemaResetNotPending }
         // An interrupted schema migration is resumed (or rolled back) before any request (client-store §11).
         try mapping(.connect) { () throws(SyncError) in _ = try SchemaMigrationJournal.recover(in: context.store) }
         // A resumed reset already recovered the error: the connect is then an ordinary one.
@@ -533,6 +565,17 @@ private final class CycleRun {
                 try connection.scalar(Self.pushWorkSQL)?.integerValue == 1
             }
         }
+    }
+
+    /// Refuses the run while a blocking error is stored (`spec/client-store.md` §11), unless this run is that
+    /// error's own recovery (the explicit reset of a `schema_reset` error). The state machine stays in, or
+    /// enters, `error`: a refused run never passes through `local_ready` (§10.2 needs the condition remedied).
+    private func refuseWhileBlocked() throws(SyncCycleError) {
+        let stored = try mapping(.connect) { () throws(SyncError) in try BlockingErrorStore.stored(in: context.store) }
+        guard let stored, !(schemaReset && stored.recoveryAction == "schema_reset") else { return }
+        // `stopped` may only move to `local_ready`; from there the refusal enters `error` like any failure.
+        if cycle.status.state == .stopped { try enter(.localReady) }
+        throw .blocked(operation: stored.operation, code: stored.code, recoveryAction: stored.recoveryAction)
     }
 
     /// Whether an `unsupported` blocking error awaits the explicit reset.

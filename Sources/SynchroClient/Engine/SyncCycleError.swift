@@ -20,6 +20,10 @@ public enum SyncCycleError: Error, Sendable, Equatable, CustomStringConvertible 
     case schemaResetNotPending
     /// The cycle was stopped at a step boundary (``SyncCycle/isCancelled``); committed state is intact.
     case cancelled
+    /// A stored blocking error refuses every cycle until its recovery action is taken (`spec/client-store.md`
+    /// §4.12, §11): `schema_reset` (``SyncCycle/runSchemaReset()``), `retry`
+    /// (``SyncCycle/acknowledgeBlockingError()``) or `none` (no recovery exists). Nothing was sent or changed.
+    case blocked(operation: String, code: String, recoveryAction: String)
 
     /// True when the server refused the credential (401 `auth_required`) on any exchange.
     public var isAuthFailure: Bool {
@@ -54,6 +58,9 @@ public enum SyncCycleError: Error, Sendable, Equatable, CustomStringConvertible 
             return "connect: no unsupported schema awaits a reset"
         case .cancelled:
             return "sync: stopped"
+        case .blocked(let operation, let code, let recoveryAction):
+            return "sync: blocked by a stored non-retryable \(operation) error (\(code)); recovery action: "
+                + (recoveryAction == "none" ? "none defined" : recoveryAction)
         }
     }
 }

@@ -154,8 +154,8 @@ struct SchemaMigrationExecutor {
 
     func run(_ plan: SchemaMigrationPlan) throws {
         try validatePhysicalSource(plan)
-        // Rows protected by unresolved intent survive a reset: copied out before the drop, restored before the
-        // capture triggers come back (`spec/client-store.md` §10).
+        // Protected rows (unresolved intent, or a retained terminal rejection: `spec/client-store.md` §9) survive
+        // a reset: copied out before the drop, restored before the capture triggers come back (§10).
         let kept = plan.isReset ? try protectedRows() : []
         for operation in plan.operations {
             if operation == .reinstallCapture { try restore(kept) }
@@ -235,7 +235,7 @@ struct SchemaMigrationExecutor {
         }
     }
 
-    /// The local rows of every source table that unresolved intent protects, as column name → value.
+    /// The protected local rows of every source table (`spec/client-store.md` §9), as column name → value.
     private func protectedRows() throws -> [(table: String, columns: [String], values: [SQLiteValue])] {
         var rows: [(table: String, columns: [String], values: [SQLiteValue])] = []
         for table in source {
@@ -244,10 +244,8 @@ struct SchemaMigrationExecutor {
             let selected = try connection.rows("""
                 SELECT \(columns.map(SQLiteIdentifier.quote).joined(separator: ", "))
                 FROM \(SQLiteIdentifier.quote(table.tableName))
-                WHERE CAST(\(SQLiteIdentifier.quote(key.name)) AS TEXT) IN (
-                    SELECT record_id FROM _synchro_pending_changes
-                    WHERE table_name = ? AND lifecycle_state IN \(LocalRows.protectingStates))
-                """, [.text(table.tableName)])
+                WHERE CAST(\(SQLiteIdentifier.quote(key.name)) AS TEXT) IN (\(LocalRows.protectedRecordIDsSQL))
+                """, [.text(table.tableName), .text(table.tableName)])
             rows += selected.map { (table.tableName, columns, $0) }
         }
         return rows

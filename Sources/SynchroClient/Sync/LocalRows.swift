@@ -11,12 +11,47 @@ struct LocalRows {
     /// Unresolved ledger states that protect a row from server data (`spec/client-store.md` §9).
     static let protectingStates = "('unsealed', 'sealed', 'blocked_by_predecessor', 'legacy_blocked')"
 
+    /// The record IDs of one table (its name bound to both `?`) that are protected rows (`spec/client-store.md`
+    /// §9): an unresolved ledger entry in a protecting state, or a retained `rejected_terminal` rejection without
+    /// server row and server version. A terminal rejection describes no server state (client contract,
+    /// "Conflict and terminal outcomes"), so the local row it left stays until policy clears the rejection
+    /// (``SynchroDatabase/clearRejectedMutationRecords(_:)``); a conflict carries the server's state and
+    /// protects nothing.
+    static let protectedRecordIDsSQL = """
+        SELECT record_id FROM _synchro_pending_changes
+        WHERE table_name = ? AND lifecycle_state IN \(protectingStates)
+        UNION
+        SELECT record_id FROM _synchro_rejected_mutations
+        WHERE table_name = ? AND status = 'rejected_terminal' AND server_row_json IS NULL AND server_version IS NULL
+        """
+
+    /// The upsert of each table's synced columns, by table ID: built once, not per written row.
+    private let upserts: [String: String]
+
     init(connection: Connection, manifest: ClientManifest) {
         self.connection = connection
         self.manifest = manifest.manifest
         var tables: [String: LocalSchemaTable] = [:]
-        for table in manifest.localSchema { tables[table.tableID] = table }
+        var upserts: [String: String] = [:]
+        for table in manifest.localSchema {
+            tables[table.tableID] = table
+            upserts[table.tableID] = Self.upsertSQL(table)
+        }
         self.tables = tables
+        self.upserts = upserts
+    }
+
+    /// `INSERT … ON CONFLICT (key) DO UPDATE` of every column of `table`, values bound in column order.
+    private static func upsertSQL(_ table: LocalSchemaTable) -> String {
+        let names = table.columns.map { SQLiteIdentifier.quote($0.name) }
+        let key = SQLiteIdentifier.quote(table.primaryKeyColumn?.name ?? "id")
+        let updates = names.filter { $0 != key }.map { "\($0) = excluded.\($0)" }
+        let conflict = updates.isEmpty ? "DO NOTHING" : "DO UPDATE SET \(updates.joined(separator: ", "))"
+        return """
+            INSERT INTO \(SQLiteIdentifier.quote(table.tableName)) (\(names.joined(separator: ", ")))
+            VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))
+            ON CONFLICT (\(key)) \(conflict)
+            """
     }
 
     /// Loads the active manifest from `_synchro_meta`; throws when the store has no schema.
@@ -43,11 +78,17 @@ struct LocalRows {
 
     // MARK: - Writes
 
+    /// Whether server data must leave this row alone (`spec/client-store.md` §9, ``protectedRecordIDsSQL``).
     func isProtected(tableName: String, recordID: String) throws -> Bool {
         try connection.cachedStatement("""
-            SELECT 1 FROM _synchro_pending_changes WHERE table_name = ? AND record_id = ?
-                AND lifecycle_state IN \(Self.protectingStates) LIMIT 1
-            """).scalar([.text(tableName), .text(recordID)]) != nil
+            SELECT EXISTS (
+                SELECT 1 FROM _synchro_pending_changes WHERE table_name = ?1 AND record_id = ?2
+                    AND lifecycle_state IN \(Self.protectingStates)
+            ) OR EXISTS (
+                SELECT 1 FROM _synchro_rejected_mutations WHERE table_name = ?1 AND record_id = ?2
+                    AND status = 'rejected_terminal' AND server_row_json IS NULL AND server_version IS NULL
+            )
+            """).scalar([.text(tableName), .text(recordID)])?.integerValue == 1
     }
 
     /// Writes a verified row (unless protected) and its row version; returns the table name and record ID.
@@ -57,20 +98,12 @@ struct LocalRows {
         let recordID = recordID(row.primaryKey)
         if try !isProtected(tableName: table.tableName, recordID: recordID) {
             let object = row.row.objectValue ?? JSONObject([])
-            var names: [String] = []
             var values: [SQLiteValue] = []
+            values.reserveCapacity(table.columns.count)
             for column in table.columns {
-                names.append(SQLiteIdentifier.quote(column.name))
                 values.append(try Self.sqliteValue(object[column.fieldID] ?? .null, type: column.logicalType))
             }
-            let key = SQLiteIdentifier.quote(table.primaryKeyColumn?.name ?? "id")
-            let updates = names.filter { $0 != key }.map { "\($0) = excluded.\($0)" }
-            let conflict = updates.isEmpty ? "DO NOTHING" : "DO UPDATE SET \(updates.joined(separator: ", "))"
-            try connection.cachedStatement("""
-                INSERT INTO \(SQLiteIdentifier.quote(table.tableName)) (\(names.joined(separator: ", ")))
-                VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))
-                ON CONFLICT (\(key)) \(conflict)
-                """).run(values)
+            try connection.cachedStatement(upserts[row.tableID] ?? Self.upsertSQL(table)).run(values)
         }
         let checksum = try CanonicalJSON.string(Checksum(digest: row.digest).json)
         try setVersion(tableName: table.tableName, recordID: recordID, version: row.serverVersion, checksum: checksum)
@@ -152,7 +185,98 @@ struct LocalRows {
     /// Recomputes the scope digest from local state: protected rows contribute their stored edge digest; other
     /// rows are re-read, converted to wire values and digested with their stored server version.
     func scopeDigest(scope: String) throws -> Checksum {
-        try audit(scope: scope, detailed: false).checksum
+        if let checksum = try streamedScopeDigest(scope: scope) { return checksum }
+        return try audit(scope: scope, detailed: false).checksum
+    }
+
+    /// ``scopeDigest(scope:)`` computed while SQLite reads the edges in row-identity order, so that one row is
+    /// held at a time instead of the scope (`spec/integrity.md` §4.6: streaming SHA-256 in identity order). Nil
+    /// whenever that might not equal the complete computation — an edge without its row or version, a value that
+    /// cannot be digested, an unknown table, an identity out of order or repeated — and the caller then runs
+    /// ``audit(scope:detailed:)``, which decides.
+    private func streamedScopeDigest(scope: String) throws -> Checksum? {
+        guard let cardinality = try connection.cachedStatement(
+            "SELECT count(*) FROM _synchro_scope_rows WHERE scope_id = ?"
+        ).scalar([.text(scope)])?.integerValue, cardinality >= 0,
+            var accumulator = try? ScopeDigestAccumulator(
+                schemaHash: manifest.schemaHashOctets, scopeID: scope, cardinality: UInt64(cardinality))
+        else { return nil }
+        var digester = RowDigester(manifest: manifest)
+        // Identities of two tables first differ in text(table_id): its length, then its octets.
+        let ordered = tables.values.sorted { first, second in
+            let (a, b) = (first.tableID.utf8, second.tableID.utf8)
+            return a.count != b.count ? a.count < b.count : a.lexicographicallyPrecedes(b)
+        }
+        for table in ordered {
+            guard let key = table.primaryKeyColumn, let order = Self.identityOrder(key.logicalType) else { return nil }
+            let columns = table.columns.map { SQLiteIdentifier.quote($0.name) }.joined(separator: ", ")
+            let select = try connection.cachedStatement(
+                "SELECT \(columns) FROM \(SQLiteIdentifier.quote(table.tableName)) "
+                    + "WHERE \(SQLiteIdentifier.quote(key.name)) = ?")
+            // The table's protected rows at once (a handful: local intents), not one query per edge.
+            guard let protected = try? Set(connection.query(
+                Self.protectedRecordIDsSQL, [.text(table.tableName), .text(table.tableName)]
+            ) { try $0.text(at: 0) })
+            else { return nil }
+            let edges = try connection.prepare("""
+                SELECT record_id, checksum FROM _synchro_scope_rows WHERE scope_id = ? AND table_name = ?
+                ORDER BY \(order)
+                """)
+            try edges.bind([.text(scope), .text(table.tableName)])
+            defer { edges.reset() }
+            while try edges.step() {
+                let recordID = try edges.text(at: 0)
+                guard let entry = try streamedEntry(
+                    table: table, key: key, select: select, recordID: recordID, edgeHex: try edges.text(at: 1),
+                    isProtected: protected.contains(recordID), digester: &digester)
+                else { return nil }
+                do {
+                    try accumulator.add(identity: entry.identity, rowDigest: entry.digest)
+                } catch {
+                    return nil
+                }
+            }
+        }
+        guard let digest = try? accumulator.finalize() else { return nil }
+        return try Checksum(digest: digest)
+    }
+
+    /// What one edge contributes to the scope digest, as ``audit(scope:detailed:)`` computes it; nil when the
+    /// edge cannot contribute (its row or version is missing, or a stored value cannot be digested).
+    private func streamedEntry(
+        table: LocalSchemaTable, key: LocalSchemaColumn, select: Statement, recordID: String, edgeHex: String,
+        isProtected: Bool, digester: inout RowDigester
+    ) throws -> (identity: RowIdentity, digest: [UInt8])? {
+        let primaryKey = Self.keyJSON(recordID: recordID, type: key.logicalType)
+        if isProtected {
+            let identity = try RowIdentity(manifest: manifest, tableID: table.tableID, primaryKey: primaryKey)
+            return (identity, Hex.decode(edgeHex) ?? [])
+        }
+        guard let stored = try select.rows([Self.keyValue(recordID: recordID, type: key.logicalType)]).first,
+            let version = try connection.cachedStatement(
+                "SELECT server_version, row_checksum FROM _synchro_row_versions WHERE table_name = ? AND record_id = ?"
+            ).rows([.text(table.tableName), .text(recordID)]).first?[0].textValue
+        else { return nil }
+        var members: [JSONMember] = []
+        members.reserveCapacity(table.columns.count)
+        for (column, value) in zip(table.columns, stored) {
+            members.append(JSONMember(column.fieldID, Self.wireValue(value, type: column.logicalType) ?? .null))
+        }
+        guard let computed = try? digester.digest(
+            tableID: table.tableID, primaryKey: primaryKey, row: .object(JSONObject(members)), serverVersion: version)
+        else { return nil }
+        return (computed.identity, computed.digest)
+    }
+
+    /// `ORDER BY` of `record_id` that lists a table's keys of `type` in row-identity octet order (§4.3): integers
+    /// by their two's complement big-endian octets (non-negative before negative), strings by text(s) (octet
+    /// length, then octets). Nil for a type that cannot be a key.
+    private static func identityOrder(_ type: PortableType) -> String? {
+        switch type {
+        case .int, .int64: "CAST(record_id AS INTEGER) < 0, CAST(record_id AS INTEGER)"
+        case .string: "length(CAST(record_id AS BLOB)), CAST(record_id AS BLOB)"
+        default: nil
+        }
     }
 
     /// Recomputes the scope digest and, when `detailed`, classifies every unprotected edge.

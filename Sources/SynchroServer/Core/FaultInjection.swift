@@ -5,8 +5,11 @@ import SynchroProtocol
 /// Faults a test (or an operator dry-running a pipeline) schedules on a running server, so that
 /// clients meet every failure the protocol defines without sleeps or real outages.
 public enum ServerFault: Sendable, Equatable {
-    /// Process the next `count` requests of `route` fully (commit included), then drop the
-    /// connection without a response, as a lost response would.
+    /// Process the next `count` requests of `route` fully (commit included), then lose the response
+    /// in transit: its status line and header fields are sent, the connection is aborted before the
+    /// body (``HTTPResponse/losingBody()``). Every client sees a failed transfer, also on a reused
+    /// keep-alive connection, where a connection closed without any response octet would make libcurl
+    /// silently resend the request and hide the loss.
     case loseResponse(route: String, count: Int)
     /// Answer the next `count` requests of `route` with 429 `retry_later` (or 503
     /// `temporary_unavailable` when `status` is 503) before any work, with `Retry-After`.

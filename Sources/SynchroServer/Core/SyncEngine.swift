@@ -59,7 +59,7 @@ public final class SyncEngine: HTTPHandler, Sendable {
                     : WireError(.retryLater, "retry later")))
             }
             let response = respond(protocolRoute(request))
-            return fault.loseResponse ? .dropConnection : response
+            return fault.loseResponse ? response.losingBody() : response
         case ("POST", "/operator/faults"):
             return operatorFault(request)
         case ("POST", "/operator/seed/manifest"), ("POST", "/operator/seed/scope"), ("POST", "/operator/schema"):

@@ -9,12 +9,27 @@ public struct HTTPResponse: Sendable, Hashable {
     public var headers: HTTPHeaders
     /// The body octets, sent byte for byte.
     public var body: [UInt8]
+    /// When true the status line and header fields (with the `Content-Length` of `body`) are sent, then the
+    /// connection is aborted before any body octet (``losingBody()``).
+    public private(set) var abortsBody = false
 
     /// A response with the given parts.
     public init(status: Int, headers: HTTPHeaders = [], body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body
+    }
+
+    /// This response lost in transit after the server committed its effect, as fault injection schedules it: the
+    /// status line and header fields go out announcing the body's length, then the connection is aborted before
+    /// the body. The client always sees a failed transfer (libcurl: `CURLE_PARTIAL_FILE`, or
+    /// `CURLE_GOT_NOTHING` for an empty body), never a response, and because response octets arrived, libcurl
+    /// cannot mistake it for a stale keep-alive connection and silently resend the request (as it does with
+    /// ``dropConnection``). An empty body is announced as one octet so that the abort is still seen.
+    public func losingBody() -> HTTPResponse {
+        var lost = self
+        lost.abortsBody = true
+        return lost
     }
 
     /// A JSON response: `body` is sent unchanged with `Content-Type: application/json`, which replaces
@@ -43,8 +58,9 @@ public struct HTTPResponse: Sendable, Hashable {
     public static let bodyTooLarge = jsonError(
         status: 400, code: "invalid_request", message: "request body too large", retryable: false)
 
-    /// Closes the connection without sending anything: fault injection uses it to lose a response
-    /// after the server committed its effect, as a network failure would.
+    /// Closes the connection without sending anything. On a reused keep-alive connection libcurl reads
+    /// that as a stale connection and resends the request without telling its caller, so a lost response
+    /// is scheduled with ``losingBody()`` instead.
     public static let dropConnection = HTTPResponse(status: 0)
 
     /// True for ``dropConnection``.
@@ -57,7 +73,7 @@ public struct HTTPResponse: Sendable, Hashable {
 }
 
 extension HTTPResponse: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
-    public var description: String { "\(status) (\(body.count)-octet body)" }
+    public var description: String { "\(status) (\(body.count)-octet body\(abortsBody ? ", aborted" : ""))" }
     public var debugDescription: String { "HTTPResponse(\(description), headers: \(headers))" }
     public var customMirror: Mirror {
         Mirror(self, children: ["status": status, "headers": headers, "bodyCount": body.count])

@@ -258,10 +258,18 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MH
 
 private func prepare(_ response: HTTPResponse) -> (status: UInt32, response: OpaquePointer)? {
     guard (100...599).contains(response.status) else { return nil }
-    let created = response.body.withUnsafeBytes { bytes in
-        // MUST_COPY: libmicrohttpd keeps its own copy, so the Swift array may go away at once.
-        MHD_create_response_from_buffer(
-            bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+    let created: OpaquePointer?
+    if response.abortsBody {
+        // The announced length makes libmicrohttpd send a `Content-Length` header; the reader fails at once,
+        // after the header fields went out, and libmicrohttpd closes the connection without the body.
+        created = MHD_create_response_from_callback(
+            UInt64(max(1, response.body.count)), 4096, abortBody, nil, nil)
+    } else {
+        created = response.body.withUnsafeBytes { bytes in
+            // MUST_COPY: libmicrohttpd keeps its own copy, so the Swift array may go away at once.
+            MHD_create_response_from_buffer(
+                bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+        }
     }
     guard let created else { return nil }
     for field in response.headers
@@ -275,3 +283,7 @@ private func prepare(_ response: HTTPResponse) -> (status: UInt32, response: Opa
     }
     return (UInt32(response.status), created)
 }
+
+/// The body reader of a response lost after its header fields (``HTTPResponse/losingBody()``): it reports an
+/// error before producing any octet (`MHD_CONTENT_READER_END_WITH_ERROR`, a macro Swift does not import).
+private let abortBody: MHD_ContentReaderCallback = { _, _, _, _ in -2 }
