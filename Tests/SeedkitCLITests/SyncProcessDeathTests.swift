@@ -135,6 +135,12 @@ struct SyncProcessDeathTests {
             let blocked = try world.sync(device, pageLimit: 4, json: true)
             #expect(blocked.status == 1 && blocked.stderrText.contains("blocked"))
             #expect(!blocked.lines.contains { $0.contains("phase_started") })
+            // The JSON error line names the stored error and its recovery; the text points at the flag.
+            let errorLine = try #require(blocked.lines.last.flatMap { try? StrictJSONParser().parse($0).objectValue })
+            let stored = try #require(errorLine["blocked"]?.objectValue)
+            #expect(stored["recovery_action"]?.stringValue == "schema_reset")
+            #expect(stored["code"]?.stringValue?.isEmpty == false)
+            #expect(blocked.stderrText.contains("seedkit sync --schema-reset"))
             try world.expectValid(device)
             try world.expectKilled(world.sync(device, pageLimit: 4, crashAt: crash.point, extra: ["--schema-reset"]))
             try world.expectValid(device)

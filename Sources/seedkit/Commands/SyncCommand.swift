@@ -245,10 +245,21 @@ struct SyncOutput: Sendable {
     }
 
     func failure(_ error: SyncCycleError) {
-        if json {
-            Self.line(["event": .string("error"), "message": .string(error.description)])
+        var hint = ""
+        var members = [JSONMember("event", .string("error")), JSONMember("message", .string(error.description))]
+        if case .blocked(let operation, let code, let recoveryAction) = error {
+            // A stored blocking error: name it so CI can act on it without parsing the message.
+            members.append(JSONMember("blocked", .object(JSONObject([
+                "operation": .string(operation), "code": .string(code), "recovery_action": .string(recoveryAction),
+            ]))))
+            if recoveryAction == "schema_reset" {
+                hint = "seedkit: the recovery is an explicit schema reset: seedkit sync --schema-reset …\n"
+            }
         }
-        Terminal.err("seedkit: sync failed: \(error)\n")
+        if json, let bytes = try? CanonicalJSON.encode(.object(JSONObject(members))) {
+            Terminal.out(bytes: bytes + [UInt8(ascii: "\n")])
+        }
+        Terminal.err("seedkit: sync failed: \(error)\n\(hint)")
     }
 
     private static func text(_ event: SyncEvent) -> String {
