@@ -55,7 +55,8 @@ let package = Package(
         .testTarget(
             name: "SeedPipelineTests",
             dependencies: ["SeedPipeline", "SeedArtifacts", "SynchroClient", "SQLiteKit", "SynchroProtocol", "_SeedkitTestSupport"]),
-        .testTarget(name: "SeedkitCLITests", dependencies: ["SynchroProtocol", "SynchroHTTP", "_SeedkitTestSupport"]),
+        .testTarget(
+            name: "SeedkitCLITests", dependencies: ["SynchroProtocol", "SynchroHTTP", "SQLiteKit", "_SeedkitTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

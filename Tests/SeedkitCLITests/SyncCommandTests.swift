@@ -1,4 +1,6 @@
 import Foundation
+import SQLiteKit
+import SynchroProtocol
 import Testing
 import _SeedkitTestSupport
 
@@ -84,5 +86,50 @@ struct SyncCommandTests {
         let run = try SeedkitProcess.run(arguments)
         #expect(run.status == 2)
         #expect(!run.stderrText.contains("tok-123"))
+    }
+}
+
+/// A stored blocking error refuses `seedkit sync` before any request until its explicit recovery.
+@Suite("seedkit sync: stored blocking error")
+struct SyncBlockingErrorCommandTests {
+    static func storeBlockingError(_ database: String, recoveryAction: String) throws {
+        let connection = try Connection(path: database)
+        try connection.run("""
+            INSERT INTO _synchro_blocking_error
+                (singleton, operation, code, retryable, message, recovery_action, metadata_json, created_at)
+            VALUES (1, 'pull', 'sync_integrity_failure', 0, 'sync operation failed', ?, '{}',
+                    '2026-01-01T00:00:00.000Z')
+            """, [.text(recoveryAction)])
+    }
+
+    @Test("a stored retry error refuses sync until --retry-after-error; a schema_reset error is not cleared by it")
+    func retryAfterError() throws {
+        let server = try SyncCommandTests.ServeProcess(secret: "blocking-secret")
+        let database = server.directory.path("app.db")
+        let arguments = ["sync", "--server", server.url, "--db", database, "--token", "blocking-secret"]
+        let first = try SeedkitProcess.run(arguments)
+        #expect(first.status == 0, "\(first.stderrText)")
+
+        try Self.storeBlockingError(database, recoveryAction: "retry")
+        let refused = try SeedkitProcess.run(arguments + ["--json"])
+        #expect(refused.status == 1)
+        #expect(!refused.lines.contains { $0.contains("phase_started") })
+        let errorLine = try #require(refused.lines.last.flatMap { try? StrictJSONParser().parse($0).objectValue })
+        let stored = try #require(errorLine["blocked"]?.objectValue)
+        #expect(stored["recovery_action"]?.stringValue == "retry")
+        #expect(stored["code"]?.stringValue == "sync_integrity_failure")
+        #expect(stored["operation"]?.stringValue == "pull")
+        #expect(refused.stderrText.contains("seedkit sync --retry-after-error"))
+
+        let retried = try SeedkitProcess.run(arguments + ["--retry-after-error", "--json"])
+        #expect(retried.status == 0, "\(retried.stderrText)")
+        #expect(retried.lines.last?.contains(#""event":"summary""#) == true)
+        #expect(try SeedkitProcess.run(arguments).status == 0)
+
+        try Self.storeBlockingError(database, recoveryAction: "schema_reset")
+        let stillBlocked = try SeedkitProcess.run(arguments + ["--retry-after-error"])
+        #expect(stillBlocked.status == 1)
+        #expect(stillBlocked.stderrText.contains("seedkit sync --schema-reset"))
+        #expect(server.stop() == 0)
     }
 }

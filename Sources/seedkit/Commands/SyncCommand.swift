@@ -8,6 +8,8 @@ import SynchroProtocol
 /// (ARCHITECTURE.md, "Headless sync"), or with `--until-current` cycles until nothing is left to push and every
 /// scope is verified at the head. `--schema-reset` is the explicit recovery of an `unsupported` schema by an
 /// upgraded client (``SyncCycle/runSchemaReset()``); it is never done without being asked for.
+/// `--retry-after-error` is the explicit `retry` recovery of a stored blocking error
+/// (``SyncCycle/acknowledgeBlockingError()``): without it a stored error refuses every sync.
 ///
 /// The store at `--db` is created on first use; its client ID is the one the store is bound to, else
 /// `--client-id`, else a new UUID. The bearer secret comes from the variable `--token-env` names (or
@@ -15,9 +17,13 @@ import SynchroProtocol
 enum SyncCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(
-            words, flags: ["json", "until-current", "schema-reset"], valued: SyncSession.options)
+            words, flags: ["json", "until-current", "schema-reset", "retry-after-error"], valued: SyncSession.options)
         let options = try SyncSession.Options(arguments, command: "sync")
         return SyncSession.run(options, createStore: true) { cycle, output throws(SyncCycleError) in
+            if arguments.flags.contains("retry-after-error") {
+                // Clears only an error whose recovery is `retry`; any other stored error still refuses the cycle.
+                try cycle.acknowledgeBlockingError()
+            }
             if arguments.flags.contains("schema-reset") {
                 // The explicit recovery of an `unsupported` schema; later cycles are ordinary ones.
                 output.summary(try cycle.runSchemaReset())
@@ -254,6 +260,8 @@ struct SyncOutput: Sendable {
             ]))))
             if recoveryAction == "schema_reset" {
                 hint = "seedkit: the recovery is an explicit schema reset: seedkit sync --schema-reset …\n"
+            } else if recoveryAction == "retry" {
+                hint = "seedkit: the recovery is an explicit retry: seedkit sync --retry-after-error …\n"
             }
         }
         if json, let bytes = try? CanonicalJSON.encode(.object(JSONObject(members))) {
