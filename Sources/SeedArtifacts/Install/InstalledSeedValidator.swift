@@ -7,10 +7,22 @@ import SynchroProtocol
 /// and by ``SeedVerifier``'s installer checks. Unlike the upstream installer it collects every failure as an
 /// `installer_*` finding instead of stopping at the first.
 struct InstalledSeedValidator {
-    let path: String
+    /// The migrated copy.
+    let copy: StagedCopy
     let collector: FindingCollector
     /// The seed the copy was made from and the publication checks' audit of it, when they run alongside.
     let seed: (path: String, shared: SharedRowAudit)?
+
+    init(copy: StagedCopy, collector: FindingCollector, seed: (path: String, shared: SharedRowAudit)?) {
+        self.copy = copy
+        self.collector = collector
+        self.seed = seed
+    }
+
+    /// Validates the migrated file at `path`.
+    init(path: String, collector: FindingCollector, seed: (path: String, shared: SharedRowAudit)?) {
+        self.init(copy: .file(path), collector: collector, seed: seed)
+    }
 
     /// The 19 tables of the current layout (item 2).
     static let requiredTables = [
@@ -47,7 +59,7 @@ struct InstalledSeedValidator {
         let digest: [UInt8]?
     }
 
-    /// Runs items 1–15 on the file at `path`.
+    /// Runs items 1–15 on the copy.
     func run() {
         collector.evaluated(.installerIntegrityCheck, .installerTableMissing, .installerMigrationIdentifiers,
                             .installerWorkTableNotEmpty, .installerMeta, .installerSchemaManifest,
@@ -55,14 +67,14 @@ struct InstalledSeedValidator {
                             .installerReceipt, .installerScope, .installerScopeDigest)
         let connection: Connection
         do {
-            connection = try SeedFileProbe.openImmutable(path)
+            connection = try copy.openReadOnly()
         } catch {
             collector.add(.installerSQLiteError, "the migrated copy cannot be opened: \(error.codeName)")
             return
         }
         defer { connection.close() }
         // Item 1 runs concurrently with items 2–15; its finding is listed first.
-        let integrity = IntegrityCheckTask(path: path)
+        let integrity = IntegrityCheckTask(copy)
         let integrityPosition = collector.listed
         defer {
             integrity.report(into: collector, at: integrityPosition, as: .installerIntegrityCheck,
@@ -126,11 +138,17 @@ struct InstalledSeedValidator {
 
     /// Whether every synced table, `_synchro_row_versions`, `_synchro_scope_rows` and `_synchro_scopes` of the copy
     /// equal the seed's: the same rowids holding the same values of the same storage classes. A table the migration
-    /// did not touch is proven equal by its pages (``SeedPageIdentity``); any other is compared by one rowid join
-    /// against the attached seed. The migration leaves these rows in place (v13 copies the scope tables in rowid
-    /// order), so equal files compare equal; any other difference only costs the copy its own audit.
+    /// did not touch is proven equal by its pages (``SeedPageIdentity``); any other is read side by side with the
+    /// attached seed's, both in rowid order. The migration leaves these rows in place (v13 copies the scope tables
+    /// in rowid order), so equal files compare equal; any other difference only costs the copy its own audit.
     private func sameRows(as seedPath: String, _ manifest: ClientManifest, _ connection: Connection) throws -> Bool {
-        try connection.run("ATTACH DATABASE ? AS seed", [.text(SeedFileProbe.immutableURI(seedPath))])
+        var seedURI = SeedFileProbe.immutableURI(seedPath)
+        if case .memory = copy {
+            // An attached database inherits the connection's VFS; the seed is a file.
+            guard let vfs = Connection.defaultVFSName else { return false }
+            seedURI += "&vfs=" + vfs
+        }
+        try connection.run("ATTACH DATABASE ? AS seed", [.text(seedURI)])
         defer { try? connection.execute("DETACH DATABASE seed") }
         try connection.execute("PRAGMA seed.mmap_size = 2147418112; PRAGMA seed.cache_size = -16384")
         var tables = manifest.localSchema.map { table in
@@ -145,10 +163,24 @@ struct InstalledSeedValidator {
         tables.append(("_synchro_scopes", [
             ("scope_id", false), ("cursor", true), ("checksum", true), ("generation", true), ("local_checksum", true),
         ]))
-        let pages = SeedPageIdentity(copy: path, seed: seedPath)
+        switch copy {
+        case .file(let path):
+            return try sameRows(tables, pages: SeedPageIdentity(copy: path, seed: seedPath), connection)
+        case .memory:
+            // Nothing writes to the in-memory copy while the validation reads it.
+            return try sameRows(tables, pages: SeedPageIdentity(copyOpenedBy: connection, seed: seedPath), connection)
+        }
+    }
+
+    private func sameRows(
+        _ tables: [(String, [(String, Bool)])], pages: SeedPageIdentity?, _ connection: Connection
+    ) throws -> Bool {
         for (table, columns) in tables {
-            if let pages, pages.proves(table: table, on: connection) { continue }
-            guard try sameRows(table, columns, connection) else { return false }
+            if let pages, pages.proves(table: table, on: connection) || pages.provesByCells(table: table, on: connection)
+            {
+                continue
+            }
+            guard try sameRows(table, columns.map { (name: $0.0, typed: $0.1) }, connection) else { return false }
         }
         return true
     }
@@ -156,22 +188,39 @@ struct InstalledSeedValidator {
     /// Types whose stored integers and reals differ in meaning although `IS` finds them equal.
     private static let numericTypes: Set<PortableType> = [.int, .int64, .boolean, .float]
 
-    /// `typed` columns also compare storage classes (`IS` holds between the integer 1 and the real 1.0).
+    /// Whether `main.table` and `seed.table` hold the same rowids with the same values of the same storage classes:
+    /// both read in rowid order side by side, every value compared octet for octet (stricter than `IS` for every
+    /// column, so also for the `typed` ones, where `IS` would hold between the integer 1 and the real 1.0).
     private func sameRows(
         _ table: String, _ columns: [(name: String, typed: Bool)], _ connection: Connection
     ) throws -> Bool {
         let name = SQLiteIdentifier.quote(table)
-        let differs = columns.map { column in
-            let c = SQLiteIdentifier.quote(column.name)
-            return "m.\(c) IS NOT o.\(c)" + (column.typed ? " OR typeof(m.\(c)) <> typeof(o.\(c))" : "")
-        }.joined(separator: " OR ")
-        let mismatches = try connection.scalar("""
-            SELECT count(*) FROM main.\(name) AS m LEFT JOIN seed.\(name) AS o ON o.rowid = m.rowid
-            WHERE o.rowid IS NULL OR \(differs)
-            """)?.integerValue
-        let counts = try connection.scalar(
-            "SELECT (SELECT count(*) FROM main.\(name)) - (SELECT count(*) FROM seed.\(name))")?.integerValue
-        return mismatches == 0 && counts == 0
+        let list = (["rowid"] + columns.map { SQLiteIdentifier.quote($0.name) }).joined(separator: ", ")
+        let copy = try connection.prepare("SELECT \(list) FROM main.\(name) ORDER BY rowid")
+        defer { copy.reset() }
+        let seed = try connection.prepare("SELECT \(list) FROM seed.\(name) ORDER BY rowid")
+        defer { seed.reset() }
+        while true {
+            let more = try copy.step()
+            guard try seed.step() == more else { return false }
+            guard more else { return true }
+            for column in 0...columns.count where !Self.sameValue(copy, seed, at: column) {
+                return false
+            }
+        }
+    }
+
+    /// Whether column `column` of both current rows holds the same storage class and the same value.
+    private static func sameValue(_ a: Statement, _ b: Statement, at column: Int) -> Bool {
+        let kind = a.storageClass(at: column)
+        guard kind == b.storageClass(at: column) else { return false }
+        switch kind {
+        case .null: return true
+        case .integer: return a.int64(at: column) == b.int64(at: column)
+        case .real: return a.double(at: column).bitPattern == b.double(at: column).bitPattern
+        case .text: return a.withTextBytes(at: column) { x in b.withTextBytes(at: column) { OctetRange.equal(x, $0) } }
+        case .blob: return a.withBlobBytes(at: column) { x in b.withBlobBytes(at: column) { OctetRange.equal(x, $0) } }
+        }
     }
 
     private func step(_ name: String, _ body: () throws -> Void) {

@@ -63,7 +63,7 @@ public enum SeedInstaller {
             expectedSnapshotComplete: 1, includeInstallerChecks: true,
             maximumFindingsPerCheck: options.maximumFindingsPerCheck)
         do throws(SeedInstallError) {
-            let run = SeedCheckRun.run(seed: source.databasePath, staged: staged, options: verification)
+            let run = SeedCheckRun.run(seed: source.databasePath, staged: .file(staged), options: verification)
             if let failure = run.stagingFailure {
                 throw .io(operation: failure.operation, path: failure.path, errno: failure.errno)
             }

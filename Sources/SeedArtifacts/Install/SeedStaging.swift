@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SQLiteKit
 import SynchroClient
 
 /// The device installer's procedure up to publication (`spec/seed-format.md` §7.1 steps 1–3): copy the seed to a
@@ -20,21 +21,92 @@ enum SeedStaging {
         return url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).seed-\(uuid)").path
     }
 
-    /// Runs steps 1–3 on `seed` staged at `staged`; findings go to `collector`. Throws only when a file operation
+    /// Where the procedure runs.
+    enum Target: Sendable {
+        /// A temporary file (`.<name>.seed-<UUID>`): the copy an install publishes, migrated by the client store with
+        /// the settings it uses on a device.
+        case file(String)
+        /// An in-memory database shared under `name` (SQLite's `memdb` VFS) that a verification migrates and throws
+        /// away: the same client migration without writing, journaling to or syncing the disk. When the seed cannot
+        /// be copied into memory (larger than ``SeedStaging/maximumInMemoryBytes``, a WAL-mode header, a SQLite built
+        /// without URI filenames, a copy that fails), the procedure runs on the file `fallback` instead.
+        case memory(name: String, fallback: String)
+    }
+
+    /// Runs steps 1–3 on `seed` staged at the file `staged`; findings go to `collector`. Throws only when a file
+    /// operation fails (the seed itself is then not to blame).
+    static func stage(
+        seed: String, at staged: String, collector: FindingCollector, shared: SharedRowAudit? = nil
+    ) throws(IOFailure) {
+        try stage(seed: seed, target: .file(staged), collector: collector, shared: shared)
+    }
+
+    /// Runs steps 1–3 on `seed` staged at `target`; findings go to `collector`. Throws only when a file operation
     /// fails (the seed itself is then not to blame).
     ///
     /// `shared` carries the publication checks' row audit of `seed`, which the validation reuses when the migrated
     /// copy holds the same rows.
     static func stage(
-        seed: String, at staged: String, collector: FindingCollector, shared: SharedRowAudit? = nil
+        seed: String, target: Target, collector: FindingCollector, shared: SharedRowAudit? = nil
+    ) throws(IOFailure) {
+        switch target {
+        case .file(let staged):
+            try stageFile(seed: seed, at: staged, collector: collector, shared: shared)
+        case .memory(let name, let fallback):
+            if !stageInMemory(seed: seed, name: name, collector: collector, shared: shared) {
+                try stageFile(seed: seed, at: fallback, collector: collector, shared: shared)
+            }
+        }
+    }
+
+    private static func stageFile(
+        seed: String, at staged: String, collector: FindingCollector, shared: SharedRowAudit?
     ) throws(IOFailure) {
         try copy(seed, to: staged)
         CrashPoint.reached("install.copied")
         guard migrate(staged, collector: collector) else { return }
         CrashPoint.reached("install.migrated")
         removeSidecars(of: staged)
-        InstalledSeedValidator(path: staged, collector: collector, seed: shared.map { (seed, $0) }).run()
+        InstalledSeedValidator(copy: .file(staged), collector: collector, seed: shared.map { (seed, $0) }).run()
         removeSidecars(of: staged)
+    }
+
+    /// The largest seed copied into memory: a verification of a larger one stages a file, so that its memory stays
+    /// bounded (the migrated copy is somewhat larger than the seed).
+    static let maximumInMemoryBytes: Int64 = 256 << 20
+
+    /// Steps 1–3 on an in-memory copy taken with the backup API (the seed's pages, page for page, as a file copy
+    /// has them). False, having recorded nothing, when the copy cannot be made; the caller then stages a file.
+    private static func stageInMemory(
+        seed: String, name: String, collector: FindingCollector, shared: SharedRowAudit?
+    ) -> Bool {
+        var info = stat()
+        guard Connection.interpretsFileURIsByDefault, stat(seed, &info) == 0,
+              Int64(info.st_size) <= maximumInMemoryBytes
+        else { return false }
+        let uri = Connection.memoryDatabaseURI(named: name)
+        // The holder keeps the in-memory database alive while the client store and the validation open and close
+        // their own connections to it.
+        let holder: Connection
+        do {
+            holder = try Connection(path: uri, mode: .readWriteCreate, uri: true)
+        } catch {
+            return false
+        }
+        defer { holder.close() }
+        do {
+            let source = try SeedFileProbe.openImmutable(seed)
+            defer { source.close() }
+            try source.backup(to: holder)
+            // A WAL-mode header cannot be opened in memory, which has no shared-memory index: reading the schema
+            // fails then.
+            _ = try holder.scalar("SELECT count(*) FROM sqlite_schema")
+        } catch {
+            return false
+        }
+        guard migrate(uri, collector: collector) else { return true }
+        InstalledSeedValidator(copy: .memory(uri: uri), collector: collector, seed: shared.map { (seed, $0) }).run()
+        return true
     }
 
     /// Opens the copy with the client store, which migrates a baseline seed forward, and closes it (step 2).
@@ -66,6 +138,35 @@ enum SeedStaging {
         guard output >= 0 else { throw IOFailure(operation: "create", path: target, errno: errno) }
         var closed = false
         defer { if !closed { close(output) } }
+        try sendFile(input, to: output, source: source, target: target)
+        closed = true
+        guard close(output) == 0 else { throw IOFailure(operation: "close", path: target, errno: errno) }
+    }
+
+    /// Copies `input` to `output` inside the kernel (`sendfile`: no pass through a user buffer), or through a buffer
+    /// when the file systems do not support that.
+    private static func sendFile(_ input: Int32, to output: Int32, source: String, target: String) throws(IOFailure) {
+        var info = stat()
+        guard fstat(input, &info) == 0 else { throw IOFailure(operation: "stat", path: source, errno: errno) }
+        var remaining = Int(info.st_size)
+        while remaining > 0 {
+            let count = sendfile(output, input, nil, remaining)
+            if count < 0 {
+                if errno == EINTR { continue }
+                if (errno == EINVAL || errno == ENOSYS) && remaining == Int(info.st_size) {
+                    return try bufferedCopy(input, to: output, source: source, target: target)
+                }
+                throw IOFailure(operation: "sendfile", path: target, errno: errno)
+            }
+            // The source shrank while it was copied: what was read is the copy, as with a buffered copy.
+            if count == 0 { break }
+            remaining -= count
+        }
+    }
+
+    private static func bufferedCopy(_ input: Int32, to output: Int32, source: String, target: String)
+        throws(IOFailure)
+    {
         let size = 1 << 20
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
         defer { buffer.deallocate() }
@@ -86,8 +187,6 @@ enum SeedStaging {
                 written += result
             }
         }
-        closed = true
-        guard close(output) == 0 else { throw IOFailure(operation: "close", path: target, errno: errno) }
     }
 
     static let sidecarSuffixes = ["-journal", "-wal", "-shm"]
@@ -108,5 +207,24 @@ enum SeedStaging {
     static func exists(_ path: String) -> Bool {
         var info = stat()
         return lstat(path, &info) == 0
+    }
+}
+
+/// The migrated copy the installer's validation reads, on connections of its own.
+enum StagedCopy: Sendable {
+    /// A file, opened read-only and `immutable=1`.
+    case file(String)
+    /// An in-memory database (``SeedStaging/Target/memory(name:fallback:)``), opened read-only by its URI.
+    case memory(uri: String)
+
+    func openReadOnly() throws(SQLiteError) -> Connection {
+        switch self {
+        case .file(let path):
+            return try SeedFileProbe.openImmutable(path)
+        case .memory(let uri):
+            let connection = try Connection(path: uri, mode: .readOnly, uri: true)
+            try connection.execute("PRAGMA cache_size = -16384")
+            return connection
+        }
     }
 }

@@ -14,11 +14,16 @@ final class IntegrityCheckTask: Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     /// Starts checking the file at `path`.
-    init(path: String) {
+    convenience init(path: String) {
+        self.init(.file(path))
+    }
+
+    /// Starts checking `database` on a read-only connection of its own.
+    init(_ database: StagedCopy) {
         Thread { [self] in
             let result: Result<[String], SQLiteError>
             do throws(SQLiteError) {
-                let connection = try SeedFileProbe.openImmutable(path)
+                let connection = try database.openReadOnly()
                 defer { connection.close() }
                 result = .success(try connection.integrityCheck())
             } catch {

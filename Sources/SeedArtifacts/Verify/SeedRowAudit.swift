@@ -1,3 +1,4 @@
+import Glibc
 import SQLiteKit
 import SynchroClient
 import SynchroProtocol
@@ -113,10 +114,12 @@ struct SeedRowAudit {
         var digesters = Digesters(
             stored: StoredRowDigester(manifest: manifest.manifest), wire: RowDigester(manifest: manifest.manifest))
         var tables: [TableRows] = []
+        let versions = try VersionCursor.baselineShaped(on: connection)
+        defer { versions?.finish() }
         for table in manifest.localSchema {
             guard let key = table.primaryKeyColumn else { continue }
             let rows = TableRows(table: table, key: key)
-            try readRows(rows, digesters: &digesters, into: collector)
+            try readRows(rows, versions: versions, digesters: &digesters, into: collector)
             try checkDuplicateKeys(rows, into: collector)
             result.rows += rows.rowids.count
             tables.append(rows)
@@ -149,7 +152,13 @@ struct SeedRowAudit {
         var wire: RowDigester
     }
 
-    private func readRows(_ rows: TableRows, digesters: inout Digesters, into collector: FindingCollector) throws {
+    private func readRows(
+        _ rows: TableRows, versions: VersionCursor?, digesters: inout Digesters, into collector: FindingCollector
+    ) throws {
+        if let versions {
+            try readRowsAlongVersions(rows, versions: versions, digesters: &digesters, into: collector)
+            return
+        }
         let table = rows.table
         let columns = table.columns.map { "t." + SQLiteIdentifier.quote($0.name) }.joined(separator: ", ")
         let statement = try connection.prepare("""
@@ -161,7 +170,7 @@ struct SeedRowAudit {
             """)
         try statement.bind([.text(table.tableName)])
         defer { statement.reset() }
-        let versionColumn = table.columns.count + 1
+        let version = VersionColumns(statement: statement, first: table.columns.count + 1)
         let layout = storedLayout(table, digesters.stored)
         // One member per column, overwritten in place row after row (the row object built from it is released
         // before the next row, so no copy is made).
@@ -175,20 +184,57 @@ struct SeedRowAudit {
                               "the row has more than one row version")
                 continue
             }
-            let position = rows.rowids.count
-            rows.rowids.append(rowid)
-            rows.edgeCounts.append(0)
-            if let layout, let computed = Self.storedDigest(
-                statement, layout: layout, versionColumn: versionColumn, digester: &digesters.stored)
-            {
-                rows.versionsMatched += 1
-                record(computed, rows, position: position, statement: statement, versionColumn: versionColumn,
-                       into: collector)
-                continue
-            }
-            try readRow(statement, rows, position: position, members: &members, versionColumn: versionColumn,
-                        digester: &digesters.wire, into: collector)
+            try digestRow(statement, rowid: rowid, version: statement.isNull(at: version.first) ? nil : version,
+                          rows, layout: layout, members: &members, digesters: &digesters, into: collector)
         }
+    }
+
+    /// The join of ``readRows(_:versions:digesters:into:)`` as two scans side by side: the table in rowid order and
+    /// `_synchro_row_versions` in rowid order, which an exporter writes in the same order (rows by row identity),
+    /// so that each row's version is usually the next version row instead of an index search and a table search.
+    /// A row whose version is not the next one is searched through the index as the join would, and the version
+    /// scan continues from what it found. Used only when the version table has the baseline's DDL, whose primary
+    /// key makes (table, record ID) unique and compares with the binary collation, exactly as the join does.
+    private func readRowsAlongVersions(
+        _ rows: TableRows, versions: VersionCursor, digesters: inout Digesters, into collector: FindingCollector
+    ) throws {
+        let table = rows.table
+        let columns = table.columns.map { "t." + SQLiteIdentifier.quote($0.name) }.joined(separator: ", ")
+        let statement = try connection.prepare("""
+            SELECT t.rowid, \(columns), t.\(SQLiteIdentifier.quote(rows.key.name))
+            FROM \(SQLiteIdentifier.quote(table.tableName)) AS t ORDER BY t.rowid
+            """)
+        defer { statement.reset() }
+        let keyColumn = table.columns.count + 1
+        let layout = storedLayout(table, digesters.stored)
+        var members = table.columns.map { JSONMember($0.fieldID, .null) }
+        let tableName = Array(table.tableName.utf8)
+        while try statement.step() {
+            let rowid = statement.int64(at: 0)
+            let found = try versions.find(table: table.tableName, tableOctets: tableName, key: statement, at: keyColumn)
+            try digestRow(statement, rowid: rowid, version: found ? versions.columns : nil, rows, layout: layout,
+                          members: &members, digesters: &digesters, into: collector)
+        }
+    }
+
+    /// Digests the current row of `statement` (its rowid, then the table's columns), with its row version's
+    /// columns at `version` (nil: no row version).
+    private func digestRow(
+        _ statement: Statement, rowid: Int64, version: VersionColumns?, _ rows: TableRows, layout: StoredRowLayout?,
+        members: inout [JSONMember], digesters: inout Digesters, into collector: FindingCollector
+    ) throws {
+        let position = rows.rowids.count
+        rows.rowids.append(rowid)
+        rows.edgeCounts.append(0)
+        if let layout, let version, let computed = Self.storedDigest(
+            statement, layout: layout, version: version, digester: &digesters.stored)
+        {
+            rows.versionsMatched += 1
+            record(computed, rows, position: position, version: version, into: collector)
+            return
+        }
+        try readRow(statement, rows, position: position, members: &members, version: version,
+                    digester: &digesters.wire, into: collector)
     }
 
     /// The layout for digesting the table's rows straight from their stored values; nil when the local columns
@@ -203,16 +249,14 @@ struct SeedRowAudit {
         return try? digester.layout(tableID: table.tableID, columnFieldIDs: table.columns.map(\.fieldID))
     }
 
-    /// The row digested straight from the stored values of the current row, when it has a row version whose
-    /// server version is text and every value is in a form ``StoredRowDigester`` vouches for — exactly the rows
-    /// the wire path would digest without a finding, to the same digest. Nil otherwise, having recorded nothing.
+    /// The row digested straight from the stored values of the current row, when its row version's server
+    /// version is text and every value is in a form ``StoredRowDigester`` vouches for — exactly the rows the wire
+    /// path would digest without a finding, to the same digest. Nil otherwise, having recorded nothing.
     private static func storedDigest(
-        _ statement: Statement, layout: StoredRowLayout, versionColumn: Int, digester: inout StoredRowDigester
+        _ statement: Statement, layout: StoredRowLayout, version: VersionColumns, digester: inout StoredRowDigester
     ) -> (identity: RowIdentity, digest: [UInt8])? {
-        guard !statement.isNull(at: versionColumn), statement.storageClass(at: versionColumn + 1) == .text else {
-            return nil
-        }
-        return statement.withTextBytes(at: versionColumn + 1) { serverVersion in
+        guard version.statement.storageClass(at: version.serverVersion) == .text else { return nil }
+        return version.statement.withTextBytes(at: version.serverVersion) { serverVersion in
             digester.digest(layout, serverVersion: serverVersion) { column, value in
                 store(statement, column: 1 + column, into: &value)
             }
@@ -233,8 +277,8 @@ struct SeedRowAudit {
     /// The wire path: every stored value is read, checked and converted with the client's mapping, and the row
     /// digested from the wire values; each problem is a finding.
     private func readRow(
-        _ statement: Statement, _ rows: TableRows, position: Int, members: inout [JSONMember], versionColumn: Int,
-        digester: inout RowDigester, into collector: FindingCollector
+        _ statement: Statement, _ rows: TableRows, position: Int, members: inout [JSONMember],
+        version: VersionColumns?, digester: inout RowDigester, into collector: FindingCollector
     ) throws {
         let table = rows.table
         let ordinal = Int64(position + 1)
@@ -259,7 +303,7 @@ struct SeedRowAudit {
             if column.isPrimaryKey { keyWire = wire }
             members[index] = JSONMember(column.fieldID, wire)
         }
-        guard !statement.isNull(at: versionColumn) else {
+        guard let version else {
             collector.add(checks.rowWithoutVersion, table: table.tableName, row: ordinal, "the row has no row version")
             rows.withoutVersion.insert(position)
             rows.identities.append(identity(table, keyWire))
@@ -268,7 +312,7 @@ struct SeedRowAudit {
         }
         rows.versionsMatched += 1
         let serverVersion: String?
-        if case .text(let text) = try statement.value(at: versionColumn + 1), !text.isEmpty {
+        if case .text(let text) = try version.statement.value(at: version.serverVersion), !text.isEmpty {
             serverVersion = text
         } else {
             serverVersion = nil
@@ -278,21 +322,20 @@ struct SeedRowAudit {
         guard valid, let keyWire, let serverVersion else {
             rows.identities.append(identity(table, keyWire))
             rows.digests.append(nil)
-            rows.versionDigests[position] = versionDigest(statement, at: versionColumn + 2, table: table.tableName,
-                                                          ordinal: ordinal, into: collector)
+            rows.versionDigests[position] = versionDigest(version, table: table.tableName, ordinal: ordinal,
+                                                          into: collector)
             return
         }
         do {
             let computed = try digester.digest(
                 tableID: table.tableID, primaryKey: keyWire, row: .object(JSONObject(members)),
                 serverVersion: serverVersion)
-            record(computed, rows, position: position, statement: statement, versionColumn: versionColumn,
-                   into: collector)
+            record(computed, rows, position: position, version: version, into: collector)
         } catch {
             rows.identities.append(identity(table, keyWire))
             rows.digests.append(nil)
-            rows.versionDigests[position] = versionDigest(statement, at: versionColumn + 2, table: table.tableName,
-                                                          ordinal: ordinal, into: collector)
+            rows.versionDigests[position] = versionDigest(version, table: table.tableName, ordinal: ordinal,
+                                                          into: collector)
             collector.add(checks.rowValue, table: table.tableName, row: ordinal,
                           "the row cannot be digested: \(error.rule): \(error)")
         }
@@ -301,16 +344,17 @@ struct SeedRowAudit {
     /// Records a recomputed digest and compares it with the row's row checksum.
     private func record(
         _ computed: (identity: RowIdentity, digest: [UInt8]), _ rows: TableRows, position: Int,
-        statement: Statement, versionColumn: Int, into collector: FindingCollector
+        version: VersionColumns, into collector: FindingCollector
     ) {
         rows.identities.append(computed.identity)
         rows.digests.append(computed.digest)
-        let matches = statement.isNull(at: versionColumn + 2) ? nil : statement.withTextBytes(
-            at: versionColumn + 2) { ChecksumText.object($0, carries: computed.digest) }
+        let checksum = version.rowChecksum
+        let matches = version.statement.isNull(at: checksum) ? nil : version.statement.withTextBytes(
+            at: checksum) { ChecksumText.object($0, carries: computed.digest) }
         guard matches != true else { return }
         let ordinal = Int64(position + 1)
         rows.versionDigests[position] = versionDigest(
-            statement, at: versionColumn + 2, table: rows.table.tableName, ordinal: ordinal, into: collector)
+            version, table: rows.table.tableName, ordinal: ordinal, into: collector)
         if matches == false {
             collector.add(checks.rowDigest, table: rows.table.tableName, row: ordinal,
                           "the row re-digested from its stored values differs from its row checksum")
@@ -334,8 +378,10 @@ struct SeedRowAudit {
 
     /// The digest of the row checksum at `column`; empty, reported, when it is not a checksum object.
     private func versionDigest(
-        _ statement: Statement, at column: Int, table: String, ordinal: Int64, into collector: FindingCollector
+        _ version: VersionColumns, table: String, ordinal: Int64, into collector: FindingCollector
     ) -> [UInt8] {
+        let statement = version.statement
+        let column = version.rowChecksum
         let digest = statement.isNull(at: column) ? nil : statement.withTextBytes(at: column, ChecksumText.objectDigest)
         guard let digest else {
             collector.add(checks.rowVersion, table: table, row: ordinal,
@@ -428,7 +474,15 @@ struct SeedRowAudit {
         // scan of the edges is cheaper than an index probe per edge. A small table's few edges are found through
         // the index instead of a scan of every edge.
         let filter = rows.rowids.count * 4 < allRows ? "e.table_name = ?1" : "+e.table_name = ?1"
-        let statement = try connection.prepare("""
+        // When the key is the rowid and the record ID has the baseline's TEXT affinity (so it holds text or a blob,
+        // never a number), the join below matches exactly the edges whose record ID is the canonical decimal text
+        // of a rowid: that text is parsed instead of searching the table once per edge.
+        let keyIsRowid = try SeedBaseline.hasBaselineDDL("_synchro_scope_rows", on: connection)
+            && isRowidAlias(rows)
+        let statement = try connection.prepare(keyIsRowid ? """
+            SELECT e.rowid, e.scope_id, e.checksum, e.generation, e.record_id
+            FROM _synchro_scope_rows AS e WHERE \(filter)
+            """ : """
             SELECT e.rowid, e.scope_id, e.checksum, e.generation, t.rowid
             FROM _synchro_scope_rows AS e
             LEFT JOIN \(SQLiteIdentifier.quote(name)) AS t
@@ -464,7 +518,12 @@ struct SeedRowAudit {
                 collector.add(checks.edge, scope: scope, table: "_synchro_scope_rows", row: rowid,
                               "the edge of a \(name) record has a generation other than the integer 0")
             }
-            guard !statement.isNull(at: 4), let position = rows.position(of: statement.int64(at: 4)) else {
+            let rowRowid: Int64? = if keyIsRowid {
+                statement.storageClass(at: 4) == .text ? statement.withTextBytes(at: 4, Self.canonicalInteger) : nil
+            } else {
+                statement.isNull(at: 4) ? nil : statement.int64(at: 4)
+            }
+            guard let rowRowid, let position = rows.position(of: rowRowid) else {
                 collector.add(checks.edgeWithoutRow, scope: scope, table: "_synchro_scope_rows", row: rowid,
                               "the edge names a \(name) record that is not materialized")
                 continue
@@ -482,6 +541,45 @@ struct SeedRowAudit {
             }
         }
         flush()
+    }
+
+    /// Whether the table's key column is its rowid (`INTEGER PRIMARY KEY` of a rowid table: the only key, with no
+    /// index of its own).
+    private func isRowidAlias(_ rows: TableRows) throws -> Bool {
+        let name = rows.table.tableName
+        let keyColumns = try connection.query(
+            "SELECT name, upper(type) FROM pragma_table_info(?1) WHERE pk > 0", [.text(name)]
+        ) { (try $0.text(at: 0), try $0.text(at: 1)) }
+        guard keyColumns.count == 1, keyColumns[0].0 == rows.key.name, keyColumns[0].1 == "INTEGER" else {
+            return false
+        }
+        let withoutRowid = try connection.scalar(
+            "SELECT wr FROM pragma_table_list(?1) WHERE schema = 'main'", [.text(name)])?.integerValue ?? 1
+        let keyIndexes = try connection.scalar(
+            "SELECT count(*) FROM pragma_index_list(?1) WHERE origin = 'pk'", [.text(name)])?.integerValue ?? 1
+        return withoutRowid == 0 && keyIndexes == 0
+    }
+
+    /// The integer whose canonical decimal text (`CAST(integer AS TEXT)`) is `text`, octet for octet; nil for any
+    /// other text (a sign, leading zeros, `-0`, spaces, a fraction, out of range).
+    static func canonicalInteger(_ text: UnsafeBufferPointer<UInt8>) -> Int64? {
+        guard !text.isEmpty, text.count <= 20 else { return nil }
+        let negative = text[0] == UInt8(ascii: "-")
+        var index = negative ? 1 : 0
+        guard index < text.count else { return nil }
+        if text[index] == UInt8(ascii: "0") { return !negative && text.count == 1 ? 0 : nil }
+        var value: Int64 = 0
+        while index < text.count {
+            let digit = text[index] &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            let (shifted, overflowed) = value.multipliedReportingOverflow(by: 10)
+            let (next, carried) = negative
+                ? shifted.subtractingReportingOverflow(Int64(digit)) : shifted.addingReportingOverflow(Int64(digit))
+            guard !overflowed, !carried else { return nil }
+            value = next
+            index += 1
+        }
+        return value
     }
 
     // MARK: - Scope digests
@@ -511,5 +609,117 @@ extension SQLiteValue {
         case .text: "text"
         case .blob: "blob"
         }
+    }
+}
+
+/// Where the columns of a row version are in a statement's current row.
+struct VersionColumns {
+    let statement: Statement
+    /// `server_version`, then `row_checksum`; `first` is the version's rowid.
+    let first: Int
+
+    var serverVersion: Int { first + 1 }
+    var rowChecksum: Int { first + 2 }
+}
+
+/// `_synchro_row_versions` read in rowid order alongside a table, for ``SeedRowAudit``: finds each row's version
+/// by comparing it with the next version row, and through the primary-key index (as the join it replaces) when
+/// that is not the one.
+final class VersionCursor {
+    private let scan: Statement
+    private let search: Statement
+    /// Whether `scan` is on a row.
+    private var positioned = false
+    /// Whether the row `scan` is on was handed out, so the next search starts past it.
+    private var consumed = false
+
+    /// The version columns of the row ``find(table:tableOctets:key:at:)`` found.
+    var columns: VersionColumns { VersionColumns(statement: scan, first: 0) }
+
+    private init(scan: Statement, search: Statement) {
+        self.scan = scan
+        self.search = search
+    }
+
+    /// A cursor when `_synchro_row_versions` has exactly the baseline's DDL (its primary key is then the unique,
+    /// binary-collated index the join searches); nil otherwise, and the audit joins.
+    static func baselineShaped(on connection: Connection) throws -> VersionCursor? {
+        guard try SeedBaseline.hasBaselineDDL("_synchro_row_versions", on: connection) else { return nil }
+        let scan = try connection.prepare("""
+            SELECT rowid, server_version, row_checksum, table_name, record_id FROM _synchro_row_versions
+            WHERE rowid >= ?1 ORDER BY rowid
+            """)
+        let search = try connection.prepare(
+            "SELECT rowid FROM _synchro_row_versions WHERE table_name = ?1 AND record_id = CAST(?2 AS TEXT)")
+        return VersionCursor(scan: scan, search: search)
+    }
+
+    /// Positions the cursor on the version of the row whose key is column `column` of `key`'s current row, in
+    /// `table` (`tableOctets`: its UTF-8); false when the row has none.
+    func find(table: String, tableOctets: [UInt8], key: Statement, at column: Int) throws -> Bool {
+        if consumed {
+            positioned = try scan.step()
+            consumed = false
+        }
+        if positioned, matches(tableOctets, key: key, at: column) {
+            consumed = true
+            return true
+        }
+        // Not the next version row: search the index with the join's condition, and read on from there.
+        try search.bind(.text(table), at: 1)
+        try search.bind(try key.value(at: column), at: 2)
+        defer { search.reset() }
+        guard try search.step() else { return false }
+        scan.reset()
+        try scan.bind(.integer(search.int64(at: 0)), at: 1)
+        positioned = try scan.step()
+        consumed = positioned
+        return positioned
+    }
+
+    func finish() {
+        scan.reset()
+        search.reset()
+    }
+
+    /// Whether the scan's row names `table` and the key's text (`CAST(key AS TEXT)` of an integer or text key, octet
+    /// for octet); any other key is left to the index search.
+    private func matches(_ table: [UInt8], key: Statement, at column: Int) -> Bool {
+        guard scan.storageClass(at: 3) == .text, scan.storageClass(at: 4) == .text,
+              table.withUnsafeBufferPointer({ table in scan.withTextBytes(at: 3) { OctetRange.equal($0, table) } })
+        else { return false }
+        switch key.storageClass(at: column) {
+        case .integer:
+            return scan.withTextBytes(at: 4, SeedRowAudit.canonicalInteger) == key.int64(at: column)
+        case .text:
+            return key.withTextBytes(at: column) { text in scan.withTextBytes(at: 4) { OctetRange.equal($0, text) } }
+        default:
+            return false
+        }
+    }
+}
+
+/// Octet comparison of two buffers.
+enum OctetRange {
+    static func equal(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        guard let x = a.baseAddress, let y = b.baseAddress else { return true }
+        return memcmp(x, y, a.count) == 0
+    }
+
+    static func equal(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        guard a.count == b.count else { return false }
+        guard let x = a.baseAddress, let y = b.baseAddress else { return true }
+        return memcmp(x, y, a.count) == 0
+    }
+}
+
+extension SeedBaseline {
+    /// Whether internal table `name` exists with exactly the `CREATE TABLE` text the baseline writes.
+    static func hasBaselineDDL(_ name: String, on connection: Connection) throws -> Bool {
+        guard let expected = table(named: name)?.createSQL else { return false }
+        return try connection.scalar(
+            "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?1", [.text(name)]
+        )?.textValue == expected
     }
 }

@@ -4,12 +4,15 @@ import Synchronization
 
 /// Verifies a seed database offline (`spec/seed-format.md`): first every publication check of the exporter (§6)
 /// on the file itself, opened read-only and `immutable=1`; then the device installer's validation (§7.1) on a
-/// copy migrated by the client store in a temporary directory, which is deleted afterwards. Every failure is a
-/// typed ``SeedFinding``; only input that is not a seed at all throws.
+/// copy migrated by the client store. That copy is thrown away, so it is an in-memory database (the backup API
+/// copies the seed's pages into it; no file is written, journaled, synced or deleted), or a file in the
+/// temporary directory when the seed cannot be opened in memory. Every failure is a typed ``SeedFinding``; only
+/// input that is not a seed at all throws.
 ///
-/// The two phases read different files, so they run concurrently. Rows are digested once: when the migrated copy
-/// holds exactly the seed's rows, row versions and edges (checked by SQL joins), the installer checks reuse the
-/// digests the publication checks recomputed; otherwise they audit the copy on their own.
+/// The two phases read different databases, so they run concurrently. Rows are digested once: when the migrated
+/// copy holds exactly the seed's rows, row versions and edges (unchanged pages, or rows compared side by side),
+/// the installer checks reuse the digests the publication checks recomputed; otherwise they audit the copy on
+/// their own.
 /// docs/seed-verification.md lists every check.
 public enum SeedVerifier {
     /// Verifies the seed at `path` (`.db`, or a zstd-packed `.db.zst`, recognized by its frame magic and unpacked
@@ -27,11 +30,13 @@ public enum SeedVerifier {
             return SeedCheckRun.run(seed: source.databasePath, staged: nil, options: options).report
         }
         let directory = options.temporaryDirectory ?? NSTemporaryDirectory()
-        let staged = SeedStaging.stagedPath(
-            nextTo: URL(fileURLWithPath: directory).appendingPathComponent("seedkit-verify.db").path,
-            uuid: UUID().uuidString.lowercased())
-        defer { try? SeedStaging.removeFamily(staged) }
-        let run = SeedCheckRun.run(seed: source.databasePath, staged: staged, options: options)
+        let uuid = UUID().uuidString.lowercased()
+        let fallback = SeedStaging.stagedPath(
+            nextTo: URL(fileURLWithPath: directory).appendingPathComponent("seedkit-verify.db").path, uuid: uuid)
+        defer { try? SeedStaging.removeFamily(fallback) }
+        // The migrated copy is thrown away, so it lives in memory: no file to write, journal, sync and delete.
+        let target = SeedStaging.Target.memory(name: "/seedkit-verify-\(uuid)", fallback: fallback)
+        let run = SeedCheckRun.run(seed: source.databasePath, staged: target, options: options)
         if let failure = run.stagingFailure {
             throw .temporaryFile(reason: "\(failure.operation) \(failure.path): errno \(failure.errno)")
         }
@@ -63,7 +68,7 @@ enum SeedCheckRun {
         var failure: SeedStaging.IOFailure?
     }
 
-    static func run(seed: String, staged: String?, options: SeedVerificationOptions) -> Outcome {
+    static func run(seed: String, staged: SeedStaging.Target?, options: SeedVerificationOptions) -> Outcome {
         let installer = SendableBox<InstallerOutcome>()
         let shared = SharedRowAudit()
         let group = DispatchGroup()
@@ -72,7 +77,7 @@ enum SeedCheckRun {
                 let collector = FindingCollector(limit: options.maximumFindingsPerCheck)
                 var outcome = InstallerOutcome()
                 do throws(SeedStaging.IOFailure) {
-                    try SeedStaging.stage(seed: seed, at: staged, collector: collector, shared: shared)
+                    try SeedStaging.stage(seed: seed, target: staged, collector: collector, shared: shared)
                 } catch {
                     outcome.failure = error
                 }
