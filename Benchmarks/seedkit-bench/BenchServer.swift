@@ -9,7 +9,8 @@ import SynchroServer
 final class BenchServer {
     /// The bearer credential of the one benchmark user.
     static let user = "alice"
-    private static let credential = "bench-secret-alice"
+    /// The bearer secret of ``user`` (clients of the engine benchmarks authenticate with it).
+    static let credential = "bench-secret-alice"
     /// The operator credential (seed export routes).
     static let operatorToken = "bench-operator"
 
@@ -74,7 +75,7 @@ final class BenchServer {
 
     /// `seeds/demo` of this repository: beside the current directory (`make bench`) or found from
     /// this source file's location.
-    private static func demoDirectory() throws -> URL {
+    static func demoDirectory() throws -> URL {
         let candidates = [
             URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("seeds/demo"),
             URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

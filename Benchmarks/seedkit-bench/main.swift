@@ -14,6 +14,8 @@ enum BenchmarkRegistry {
         .serverPull,
         .packZstd,
         .seedArtifacts,
+        .clientSync,
+        .memoryPeak,
     ]
 }
 
