@@ -23,9 +23,7 @@ public struct SHA256: ~Copyable, Sendable {
 
     /// The 32-octet digest; the hasher is consumed.
     public consuming func finalize() -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: 32)
-        digest.withUnsafeMutableBufferPointer { _ = SHA256_Final($0.baseAddress, &context) }
-        return digest
+        Self.final(&context)
     }
 
     /// SHA-256 of one buffer.
@@ -43,9 +41,19 @@ public struct SHA256: ~Copyable, Sendable {
         var context = SHA256_CTX()
         SHA256_Init(&context)
         if let base = bytes.baseAddress { SHA256_Update(&context, base, bytes.count) }
-        return [UInt8](unsafeUninitializedCapacity: 32) { digest, initialized in
-            _ = SHA256_Final(digest.baseAddress, &context)
-            initialized = 32
+        return final(&context)
+    }
+
+    /// Finishes `context` into 32 octets on the stack, then copies them into the returned array: the array
+    /// initializers that write in place (`unsafeUninitializedCapacity`, `repeating:count:`) reach an unspecialized
+    /// allocation in the standard library that looks up `Array<UInt8>`'s metadata on every call, which cost more
+    /// than all the other per-row work of a row digest but SHA-256 itself.
+    @inline(__always)
+    private static func final(_ context: inout SHA256_CTX) -> [UInt8] {
+        var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        return withUnsafeMutableBytes(of: &digest) { raw in
+            _ = SHA256_Final(raw.baseAddress?.assumingMemoryBound(to: UInt8.self), &context)
+            return Array(UnsafeRawBufferPointer(raw))
         }
     }
 }

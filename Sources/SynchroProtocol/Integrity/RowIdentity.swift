@@ -47,7 +47,12 @@ public struct RowIdentity: Sendable, Hashable, Comparable, CustomStringConvertib
     public var description: String { "RowIdentity(\(bytes.count) octets)" }
 
     public static func < (lhs: RowIdentity, rhs: RowIdentity) -> Bool {
-        lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
+        lhs.compare(rhs) < 0
+    }
+
+    /// Unsigned octet order against `other`: negative, zero (the same identity) or positive.
+    func compare(_ other: RowIdentity) -> Int {
+        bytes.withUnsafeBufferPointer { a in other.bytes.withUnsafeBufferPointer { b in ByteRun.compare(a, b) } }
     }
 
     /// Writes the identity into `writer`; the row digest uses this to build its preimage in place.

@@ -279,6 +279,39 @@ enum ByteRun {
         return equal(a.baseAddress.unsafelyUnwrapped, b.baseAddress.unsafelyUnwrapped, count: a.count)
     }
 
+    /// Unsigned octet order of two runs, a proper prefix first (`lexicographicallyPrecedes` on octets):
+    /// negative, zero or positive. Compares eight octets at a time as big-endian words, so that long shared
+    /// prefixes (every row identity of a table starts with the same domain, table ID and key field ID) cost
+    /// a few word comparisons instead of an octet loop.
+    @inline(__always)
+    static func compare(
+        _ a: UnsafePointer<UInt8>, count countA: Int, _ b: UnsafePointer<UInt8>, count countB: Int
+    ) -> Int {
+        let shared = Swift.min(countA, countB)
+        let rawA = UnsafeRawPointer(a), rawB = UnsafeRawPointer(b)
+        var i = 0
+        while i &+ 8 <= shared {
+            let x = UInt64(bigEndian: rawA.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+            let y = UInt64(bigEndian: rawB.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+            if x != y { return x < y ? -1 : 1 }
+            i &+= 8
+        }
+        while i < shared {
+            if a[i] != b[i] { return a[i] < b[i] ? -1 : 1 }
+            i &+= 1
+        }
+        return countA == countB ? 0 : (countA < countB ? -1 : 1)
+    }
+
+    /// ``compare(_:count:_:count:)`` of two buffers.
+    @inline(__always)
+    static func compare(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Int {
+        guard let baseA = a.baseAddress, let baseB = b.baseAddress else {
+            return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
+        }
+        return compare(baseA, count: a.count, baseB, count: b.count)
+    }
+
     /// Strict unsigned UTF-16 code-unit order of two valid UTF-8 runs, exactly as
     /// `String.utf16Precedes` computes it: UTF-8 octet order, except that a character above
     /// U+FFFF (lead F0–F4) sorts before U+E000–U+FFFF (lead EE/EF).
