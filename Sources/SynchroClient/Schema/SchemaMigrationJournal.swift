@@ -161,7 +161,8 @@ struct SchemaMigrationJournal {
     /// Deletes an `applied` journal whose affected scopes all have a cursor, a verified checksum and no rebuild
     /// attempt again (or are no longer assigned).
     static func clearIfFinished(in store: ClientStore) throws(SyncError) {
-        try store.applySync { connection in
+        // Writes only the journal, which no scope digest reads.
+        try store.applySyncKeepingScopeDigests { connection in
             guard let journal = try load(on: connection), journal.phase == .applied,
                   try unfinished(journal.affectedScopes, on: connection).isEmpty
             else { return }

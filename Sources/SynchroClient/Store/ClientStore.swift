@@ -20,6 +20,10 @@ public final class ClientStore: Sendable {
 
     private let engine: Mutex<Connection?>
     private let application: Mutex<ApplicationConnection?>
+    /// Scope digests kept between tracked server applies; every other engine write forgets them.
+    let scopeDigests = ScopeDigestMemo()
+    /// The last active manifest parsed, with the exact stored text it was parsed from.
+    private let parsedManifest = Mutex<(text: String, manifest: ClientManifest)?>(nil)
 
     /// Opens (creating when missing) the working database, runs the remaining migration steps — which turns a
     /// seed in the interchange baseline layout into the current layout — and verifies the result.
@@ -78,13 +82,16 @@ public final class ClientStore: Sendable {
     // MARK: - Engine
 
     /// Runs `body` on the engine connection (no transaction), refusing calls from inside an application
-    /// transaction callback.
+    /// transaction callback. A body that changed any row (even one rolled back) forgets the remembered scope
+    /// digests; DDL changes the stamp they are kept under.
     func withEngine<Value: Sendable>(
         _ body: (Connection) throws(ClientStoreError) -> Value
     ) throws(ClientStoreError) -> Value {
         guard !ApplicationScope.isActive(self) else { throw .calledInsideApplicationTransaction }
         return try engine.withLock { (connection: inout Connection?) throws(ClientStoreError) -> Value in
             guard let connection else { throw .closed }
+            let changes = connection.totalChanges
+            defer { if connection.totalChanges != changes { scopeDigests.clear() } }
             return try body(connection)
         }
     }
@@ -128,6 +135,8 @@ public final class ClientStore: Sendable {
         guard !ApplicationScope.isActive(self) else { throw ClientStoreError.calledInsideApplicationTransaction }
         return try engine.withLock { (connection: inout Connection?) throws -> Value in
             guard let connection else { throw ClientStoreError.closed }
+            // Whatever the callback writes is unknown to the scope digest memo.
+            defer { scopeDigests.clear() }
             do {
                 return try EngineTransactions.serverApply(on: connection) { connection in
                     let transaction = EngineTransaction(connection: connection)
@@ -140,6 +149,45 @@ public final class ClientStore: Sendable {
                 throw ClientStoreError.sqlite(error)
             }
         }
+    }
+
+    /// Runs `body` in one server-apply transaction that keeps the remembered scope digests
+    /// (``ScopeDigestMemo``): for engine steps whose only writes to synced rows, row versions and provenance go
+    /// through ``LocalRows`` (which forgets the digests on each), and that write nothing else a scope digest
+    /// reads — the ledger, rejected mutations or the schema. Digests it computes are kept once it commits; a
+    /// failure forgets every digest.
+    func trackedServerApply<Value: Sendable>(_ body: (Connection) throws -> Value) throws -> Value {
+        guard !ApplicationScope.isActive(self) else { throw ClientStoreError.calledInsideApplicationTransaction }
+        return try engine.withLock { (connection: inout Connection?) throws -> Value in
+            guard let connection else { throw ClientStoreError.closed }
+            let session = scopeDigests.session(on: connection)
+            do {
+                let value = try EngineTransactions.serverApply(on: connection) { connection in
+                    try ScopeDigestMemo.Session.$current.withValue(session) { try body(connection) }
+                }
+                scopeDigests.commit(session)
+                return value
+            } catch let error as SQLiteError {
+                scopeDigests.clear()
+                throw ClientStoreError.sqlite(error)
+            } catch {
+                scopeDigests.clear()
+                throw error
+            }
+        }
+    }
+
+    /// The active manifest (``LocalRows/activeManifest(on:)``) read on `connection`, parsed again only when its
+    /// stored text differs from the one parsed last: every pull and rebuild page needs it, and parsing and
+    /// hash-verifying the same bytes again gives the same value.
+    func activeManifest(on connection: Connection) throws -> ClientManifest {
+        guard let text = try MetaStore.value(.schemaManifest, on: connection), !text.isEmpty else {
+            throw SyncError.invalidState(reason: "the store has no active schema")
+        }
+        if let parsed = parsedManifest.withLock({ $0 }), parsed.text == text { return parsed.manifest }
+        let manifest = try ClientManifest(bytes: Array(text.utf8))
+        parsedManifest.withLock { $0 = (text, manifest) }
+        return manifest
     }
 
     /// Forces capture back on (`sync_lock = '0'`), as every sync start does against a crash leftover.

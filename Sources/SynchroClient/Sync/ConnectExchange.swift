@@ -260,7 +260,8 @@ public struct ConnectExchange: Sendable {
             // A fresh store: schema DDL, activation and assignment commit in one schema-migration transaction.
             try SyncExchange.mapping { try context.store.applySchema(manifest, inSameTransaction: install) }
         } else {
-            try context.store.applySync(install)
+            // No schema action: the install writes scope state, metadata and provenance (through LocalRows).
+            try context.store.applySyncKeepingScopeDigests(install)
         }
     }
 }

@@ -27,6 +27,9 @@ struct LocalRows {
 
     /// The upsert of each table's synced columns, by table ID: built once, not per written row.
     private let upserts: [String: String]
+    /// The scope digest memo of the tracked server-apply transaction on this connection, if one is running: each
+    /// write below forgets the digests that may read what it changes, ``scopeDigest(scope:)`` consults it.
+    private let digests: ScopeDigestMemo.Session?
 
     init(connection: Connection, manifest: ClientManifest) {
         self.connection = connection
@@ -39,19 +42,29 @@ struct LocalRows {
         }
         self.tables = tables
         self.upserts = upserts
+        digests = ScopeDigestMemo.Session.current.flatMap { $0.covers(connection) ? $0 : nil }
     }
 
-    /// `INSERT … ON CONFLICT (key) DO UPDATE` of every column of `table`, values bound in column order.
-    private static func upsertSQL(_ table: LocalSchemaTable) -> String {
+    /// `INSERT … ON CONFLICT (key) DO UPDATE` of every column of `table` for `rows` rows, values bound in column
+    /// order, row after row. SQLite applies the rows of one statement in order, each as its own upsert.
+    private static func upsertSQL(_ table: LocalSchemaTable, rows: Int = 1) -> String {
         let names = table.columns.map { SQLiteIdentifier.quote($0.name) }
         let key = SQLiteIdentifier.quote(table.primaryKeyColumn?.name ?? "id")
         let updates = names.filter { $0 != key }.map { "\($0) = excluded.\($0)" }
         let conflict = updates.isEmpty ? "DO NOTHING" : "DO UPDATE SET \(updates.joined(separator: ", "))"
+        let tuple = "(\(Array(repeating: "?", count: names.count).joined(separator: ", ")))"
         return """
             INSERT INTO \(SQLiteIdentifier.quote(table.tableName)) (\(names.joined(separator: ", ")))
-            VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))
+            VALUES \(Array(repeating: tuple, count: max(1, rows)).joined(separator: ", "))
             ON CONFLICT (\(key)) \(conflict)
             """
+    }
+
+    /// Most rows of one multi-row upsert: 64, fewer for a wide table (SQLite binds at most 32,766 values).
+    private static func upsertBatchLimit(_ table: LocalSchemaTable) -> Int {
+        var limit = 64
+        while limit > 1, limit * max(1, table.columns.count) > 32_766 { limit /= 2 }
+        return limit
     }
 
     /// Loads the active manifest from `_synchro_meta`; throws when the store has no schema.
@@ -91,12 +104,48 @@ struct LocalRows {
             """).scalar([.text(tableName), .text(recordID)])?.integerValue == 1
     }
 
+    /// The protected rows (``protectedRecordIDsSQL``) of the tables `rows` name, read once for a page: protection
+    /// changes only through the ledger, which a pull or rebuild page never writes, so one snapshot taken before
+    /// the page's writes answers for each of its rows instead of a lookup per row.
+    func protectedRows(of rows: some Sequence<VerifiedRow>) throws -> ProtectedRows {
+        var tableNames: Set<String> = []
+        for row in rows { tableNames.insert(try table(row.tableID).tableName) }
+        return try protectedRows(tableNames: tableNames)
+    }
+
+    /// The protected rows of `tableNames`; tables without any are left out, so the common empty case costs one
+    /// query per table and no per-row work.
+    func protectedRows(tableNames: Set<String>) throws -> ProtectedRows {
+        var byTable: [String: Set<String>] = [:]
+        for tableName in tableNames {
+            let ids = try connection.cachedStatement(Self.protectedRecordIDsSQL).rows(
+                [.text(tableName), .text(tableName)])
+            guard !ids.isEmpty else { continue }
+            byTable[tableName] = Set(ids.compactMap { $0.first?.textValue })
+        }
+        return ProtectedRows(byTable: byTable)
+    }
+
+    /// A snapshot of protected rows per table name, valid while the ledger and the rejected mutations are not
+    /// written (a pull or rebuild page's transaction).
+    struct ProtectedRows {
+        fileprivate let byTable: [String: Set<String>]
+
+        func contains(tableName: String, recordID: String) -> Bool {
+            byTable[tableName]?.contains(recordID) ?? false
+        }
+    }
+
     /// Writes a verified row (unless protected) and its row version; returns the table name and record ID.
+    /// `protected` is the page's snapshot (``protectedRows(of:)``); without it protection is looked up for the row.
     @discardableResult
-    func write(_ row: VerifiedRow) throws -> (tableName: String, recordID: String) {
+    func write(_ row: VerifiedRow, protected: ProtectedRows? = nil) throws -> (tableName: String, recordID: String) {
         let table = try table(row.tableID)
         let recordID = recordID(row.primaryKey)
-        if try !isProtected(tableName: table.tableName, recordID: recordID) {
+        let isProtected = try protected.map { $0.contains(tableName: table.tableName, recordID: recordID) }
+            ?? isProtected(tableName: table.tableName, recordID: recordID)
+        // The scopes whose digest may read the row forget it in setVersion below (same row, same edges).
+        if !isProtected {
             let object = row.row.objectValue ?? JSONObject([])
             var values: [SQLiteValue] = []
             values.reserveCapacity(table.columns.count)
@@ -105,12 +154,74 @@ struct LocalRows {
             }
             try connection.cachedStatement(upserts[row.tableID] ?? Self.upsertSQL(table)).run(values)
         }
-        let checksum = try CanonicalJSON.string(Checksum(digest: row.digest).json)
-        try setVersion(tableName: table.tableName, recordID: recordID, version: row.serverVersion, checksum: checksum)
+        try setVersion(
+            tableName: table.tableName, recordID: recordID, version: row.serverVersion,
+            checksum: try Self.checksumText(row.digest))
         return (table.tableName, recordID)
     }
 
+    /// Writes the verified rows of one rebuild page as ``write(_:protected:)`` does one by one — rows that
+    /// `protected` names are left alone, every row version is upserted — with each table's rows upserted in
+    /// multi-row statements, in page order: the capture triggers' program frame (a zeroed allocation of tens of
+    /// kilobytes that SQLite makes per statement run, even while capture is suppressed) is then set up once per
+    /// statement instead of once per row. Returns each row's table name and record ID, in page order.
+    func write(
+        _ records: [VerifiedRow], protected: ProtectedRows
+    ) throws -> [(tableName: String, recordID: String)] {
+        var written: [(tableName: String, recordID: String)] = []
+        written.reserveCapacity(records.count)
+        var pending: [String: [SQLiteValue]] = [:]
+        for row in records {
+            let table = try table(row.tableID)
+            let recordID = recordID(row.primaryKey)
+            if !protected.contains(tableName: table.tableName, recordID: recordID) {
+                let object = row.row.objectValue ?? JSONObject([])
+                var values = pending.removeValue(forKey: row.tableID) ?? []
+                for column in table.columns {
+                    values.append(try Self.sqliteValue(object[column.fieldID] ?? .null, type: column.logicalType))
+                }
+                let limit = Self.upsertBatchLimit(table)
+                if values.count == limit * table.columns.count {
+                    try upsert(values, into: table)
+                    values.removeAll(keepingCapacity: true)
+                }
+                pending[row.tableID] = values
+            }
+            try setVersion(
+                tableName: table.tableName, recordID: recordID, version: row.serverVersion,
+                checksum: try Self.checksumText(row.digest))
+            written.append((table.tableName, recordID))
+        }
+        for (tableID, values) in pending where !values.isEmpty {
+            try upsert(values, into: try table(tableID))
+        }
+        return written
+    }
+
+    /// Upserts the rows whose values `values` holds, column order, row after row, in statements of a power of
+    /// two rows each (so that few distinct statements are cached).
+    private func upsert(_ values: [SQLiteValue], into table: LocalSchemaTable) throws {
+        let width = table.columns.count
+        guard width > 0 else { return }
+        var start = 0
+        while start < values.count {
+            var rows = Self.upsertBatchLimit(table)
+            while rows * width > values.count - start { rows /= 2 }
+            let sql = rows == 1 ? upserts[table.tableID] ?? Self.upsertSQL(table) : Self.upsertSQL(table, rows: rows)
+            try connection.cachedStatement(sql).run(Array(values[start..<(start + rows * width)]))
+            start += rows * width
+        }
+    }
+
+    /// `CanonicalJSON.string(Checksum(digest:).json)` of a row digest, written out directly (RFC 8785 orders the
+    /// members algorithm, digest, encoding, version) instead of building and serializing a JSON object per row.
+    static func checksumText(_ digest: [UInt8]) throws -> String {
+        let hex = try Checksum(digest: digest).hex
+        return #"{"algorithm":"sha256","digest":""# + hex + #"","encoding":"hex","version":1}"#
+    }
+
     func setVersion(tableName: String, recordID: String, version: String, checksum: String?) throws {
+        try digests?.invalidate(tableName: tableName, recordID: recordID, on: connection)
         try connection.cachedStatement("""
             INSERT INTO _synchro_row_versions (table_name, record_id, server_version, row_checksum)
             VALUES (?, ?, ?, ?)
@@ -120,6 +231,7 @@ struct LocalRows {
     }
 
     func upsertEdge(scope: String, tableName: String, recordID: String, digest: [UInt8], generation: Int64) throws {
+        digests?.invalidate(scope: scope)
         try connection.cachedStatement("""
             INSERT INTO _synchro_scope_rows (scope_id, table_name, record_id, checksum, generation)
             VALUES (?, ?, ?, ?, ?)
@@ -129,6 +241,7 @@ struct LocalRows {
     }
 
     func removeEdge(scope: String, tableName: String, recordID: String) throws {
+        digests?.invalidate(scope: scope)
         try connection.cachedStatement(
             "DELETE FROM _synchro_scope_rows WHERE scope_id = ? AND table_name = ? AND record_id = ?"
         ).run([.text(scope), .text(tableName), .text(recordID)])
@@ -144,6 +257,7 @@ struct LocalRows {
         guard let table = tables.values.first(where: { $0.tableName == tableName }),
             let key = table.primaryKeyColumn
         else { return }
+        try digests?.invalidate(tableName: tableName, recordID: recordID, on: connection)
         try connection.cachedStatement(
             "DELETE FROM \(SQLiteIdentifier.quote(tableName)) WHERE \(SQLiteIdentifier.quote(key.name)) = ?"
         ).run([Self.keyValue(recordID: recordID, type: key.logicalType)])
@@ -156,6 +270,9 @@ struct LocalRows {
         let dropped = try connection.query(
             "SELECT table_name, record_id FROM _synchro_scope_rows WHERE scope_id = ?\(filter)", arguments
         ) { (try $0.text(at: 0), try $0.text(at: 1)) }
+        // The same filter in the same transaction: nothing selected, nothing deleted, no digest changed.
+        guard !dropped.isEmpty else { return }
+        digests?.invalidate(scope: scope)
         try connection.run("DELETE FROM _synchro_scope_rows WHERE scope_id = ?\(filter)", arguments)
         for (tableName, recordID) in dropped {
             try deleteIfOrphaned(tableName: tableName, recordID: recordID)
@@ -183,8 +300,16 @@ struct LocalRows {
     }
 
     /// Recomputes the scope digest from local state: protected rows contribute their stored edge digest; other
-    /// rows are re-read, converted to wire values and digested with their stored server version.
+    /// rows are re-read, converted to wire values and digested with their stored server version. Inside a tracked
+    /// server apply, the value computed earlier over provably the same state is reused (``ScopeDigestMemo``).
     func scopeDigest(scope: String) throws -> Checksum {
+        guard let digests else { return try recomputedScopeDigest(scope: scope) }
+        return try digests.digest(scope: scope, on: connection, manifest: manifest) {
+            try recomputedScopeDigest(scope: scope)
+        }
+    }
+
+    private func recomputedScopeDigest(scope: String) throws -> Checksum {
         if let checksum = try streamedScopeDigest(scope: scope) { return checksum }
         return try audit(scope: scope, detailed: false).checksum
     }

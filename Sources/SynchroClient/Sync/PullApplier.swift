@@ -65,10 +65,11 @@ public struct PullApplier: Sendable {
     }
 
     func apply(json: JSONValue, request: PullRequest) throws(SyncError) -> PullPageOutcome {
-        let manifest = try context.store.readSyncState { connection in try LocalRows.activeManifest(on: connection) }
+        let store = context.store
+        let manifest = try store.readSyncState { connection in try store.activeManifest(on: connection) }
         let localScopes = Set(request.scopes.entries.map(\.scopeID))
         let page = try PullPage(json: json, localScopes: localScopes, manifest: manifest.manifest)
-        return try context.store.applySync { connection in
+        return try context.store.applySyncKeepingScopeDigests { connection in
             // The request must still describe local state: a concurrent change would make the page misapply.
             let current = try ScopeStore.all(on: connection)
             guard current.map({ ScopeCursorMap.Entry(scopeID: $0.scopeID, cursor: $0.cursor) })
@@ -78,11 +79,12 @@ public struct PullApplier: Sendable {
             }
             let generations = Dictionary(uniqueKeysWithValues: current.map { ($0.scopeID, $0.generation) })
             let rows = LocalRows(connection: connection, manifest: manifest)
+            let protected = try rows.protectedRows(of: page.changes.lazy.compactMap(\.row))
             for change in page.changes {
                 let tableName = try rows.table(change.tableID).tableName
                 let recordID = rows.recordID(change.primaryKey)
                 if let row = change.row {
-                    try rows.write(row)
+                    try rows.write(row, protected: protected)
                     if change.isDelete {
                         try rows.removeEdge(scope: change.scope, tableName: tableName, recordID: recordID)
                     } else {

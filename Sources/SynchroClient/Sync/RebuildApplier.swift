@@ -41,9 +41,11 @@ public struct RebuildApplier: Sendable {
     /// only this scope's provenance, bumps its generation and persists a new rebuild ID with a null cursor.
     @discardableResult
     public func start(scope: String) throws(SyncError) -> RebuildAttempt {
-        let uuids = context.store.configuration.uuids
+        let store = context.store
+        let uuids = store.configuration.uuids
         let limit = context.pageLimit
-        let attempt = try context.store.applySync { connection in
+        // Writes rebuild state and scope state, and provenance and rows through LocalRows only.
+        let attempt = try store.applySyncKeepingScopeDigests { connection in
             let binding = try ScopeStore.binding(on: connection)
             guard let local = try ScopeStore.all(on: connection).first(where: { $0.scopeID == scope }) else {
                 throw SyncError.invalidState(reason: "the scope is not assigned")
@@ -55,7 +57,7 @@ public struct RebuildApplier: Sendable {
             {
                 return existing
             }
-            let rows = LocalRows(connection: connection, manifest: try LocalRows.activeManifest(on: connection))
+            let rows = LocalRows(connection: connection, manifest: try store.activeManifest(on: connection))
             try connection.run("DELETE FROM _synchro_rebuild_page_receipts WHERE scope_id = ?", [.text(scope)])
             try connection.run("DELETE FROM _synchro_rebuild_attempts WHERE scope_id = ?", [.text(scope)])
             try rows.dropEdges(scope: scope)
@@ -142,14 +144,15 @@ public struct RebuildApplier: Sendable {
         json: JSONValue, responseBytes: [UInt8], requestBytes: [UInt8], attempt: RebuildAttempt
     ) throws(SyncError) -> Bool {
         let scope = attempt.scopeID
-        let manifest = try context.store.readSyncState { connection in try LocalRows.activeManifest(on: connection) }
+        let store = context.store
+        let manifest = try store.readSyncState { connection in try store.activeManifest(on: connection) }
         guard manifest.reference.version == attempt.schemaVersion, manifest.reference.hash == attempt.schemaHash else {
             throw .invalidState(reason: "the attempt targets another schema")
         }
         let page = try RebuildPage(json: json, scope: scope, manifest: manifest.manifest)
         let requestJSON = String(decoding: requestBytes, as: UTF8.self)
         let responseJSON = String(decoding: responseBytes, as: UTF8.self)
-        let outcome = try context.store.applySync { connection -> PageOutcome in
+        let outcome = try context.store.applySyncKeepingScopeDigests { connection -> PageOutcome in
             // The page's request is answered (applied now or before): a retry of it is done.
             try BackoffStore.clear(.rebuilding, workIdentity: requestJSON, on: connection)
             let identity: [SQLiteValue] = [
@@ -171,8 +174,9 @@ public struct RebuildApplier: Sendable {
                 throw SyncError.invalidState(reason: "the rebuild attempt changed")
             }
             let rows = LocalRows(connection: connection, manifest: manifest)
-            for record in page.records {
-                let (tableName, recordID) = try rows.write(record)
+            let protected = try rows.protectedRows(of: page.records)
+            let written = try rows.write(page.records, protected: protected)
+            for (record, (tableName, recordID)) in zip(page.records, written) {
                 try rows.upsertEdge(
                     scope: scope, tableName: tableName, recordID: recordID, digest: record.digest,
                     generation: attempt.generation)

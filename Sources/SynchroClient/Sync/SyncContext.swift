@@ -50,6 +50,15 @@ extension ClientStore {
     func applySync<Value: Sendable>(_ body: (Connection) throws -> Value) throws(SyncError) -> Value {
         try SyncExchange.mapping { try serverApply { transaction in try body(transaction.connection) } }
     }
+
+    /// ``applySync(_:)`` that keeps the remembered scope digests (``trackedServerApply(_:)``): only for a body
+    /// that writes synced rows, row versions and provenance through ``LocalRows`` alone and never the ledger,
+    /// rejected mutations or the schema (pull pages, rebuild starts and pages, connect without schema action).
+    func applySyncKeepingScopeDigests<Value: Sendable>(
+        _ body: (Connection) throws -> Value
+    ) throws(SyncError) -> Value {
+        try SyncExchange.mapping { try trackedServerApply(body) }
+    }
 }
 
 /// Reads and writes of `_synchro_scopes` and the bound client state (`spec/client-store.md` §4.1, §9).
