@@ -48,6 +48,6 @@ step "seedkit verify out/demo/seed.db.zst: every publication and device-installe
 "$seedkit" verify "$published/seed.db.zst"
 
 step "the same pipeline again: unchanged inputs, so the publication is reused, not rebuilt"
-"$seedkit" pipeline run "$pipeline" --quiet
+"$seedkit" pipeline run "$pipeline" | tail -n 1
 
 step "done in $((SECONDS - started)) s"
