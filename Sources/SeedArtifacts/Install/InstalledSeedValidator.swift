@@ -150,7 +150,7 @@ struct InstalledSeedValidator {
         }
         try connection.run("ATTACH DATABASE ? AS seed", [.text(seedURI)])
         defer { try? connection.execute("DETACH DATABASE seed") }
-        try connection.execute("PRAGMA seed.mmap_size = 2147418112; PRAGMA seed.cache_size = -16384")
+        try connection.execute("PRAGMA seed.mmap_size = 0; PRAGMA seed.cache_size = -16384")
         var tables = manifest.localSchema.map { table in
             (table.tableName, table.columns.map { ($0.name, Self.numericTypes.contains($0.logicalType)) })
         }

@@ -14,53 +14,64 @@ import SQLiteKit
 final class SeedPageIdentity {
     /// Where the copy's pages are read.
     private enum Pages {
-        /// A file, mapped.
-        case mapped(MappedFile)
+        /// A file, read a page at a time.
+        case file(PagedFile)
         /// An in-memory database, read through a connection's VFS file (nothing writes to it meanwhile).
-        case file(of: Connection)
+        case connection(Connection)
     }
 
     private let copy: Pages
-    private let seed: MappedFile
+    private let seed: PagedFile
     private let pageSize: Int
-    /// One page of an in-memory copy, read in place of a mapping.
+    /// Reserved bytes at the end of each page (seed header byte 20).
+    private let reservedBytes: Int
+    /// The page of the copy last read. Pages are read one at a time into two buffers (the copy's and the seed's)
+    /// rather than mapped, so that proving a table keeps two pages resident, not the files (issue #5).
     private let page: UnsafeMutableRawBufferPointer
+    /// The page of the seed last read.
+    private let seedPage: UnsafeMutableRawBufferPointer
 
-    /// Maps both files; nil when either cannot be mapped or their headers differ in the fields that decide how a
+    /// Opens both files; nil when either cannot be read or their headers differ in the fields that decide how a
     /// page is read.
     convenience init?(copy copyPath: String, seed seedPath: String) {
-        guard let copy = MappedFile(copyPath) else { return nil }
-        self.init(copy: .mapped(copy), seed: seedPath)
+        guard let copy = PagedFile(copyPath) else { return nil }
+        self.init(copy: .file(copy), seed: seedPath)
     }
 
     /// Compares the main database of `connection` (an in-memory copy that nothing writes to while this object is
-    /// used) with the mapped seed file; nil as for files.
+    /// used) with the seed file; nil as for files.
     convenience init?(copyOpenedBy connection: Connection, seed seedPath: String) {
-        self.init(copy: .file(of: connection), seed: seedPath)
+        self.init(copy: .connection(connection), seed: seedPath)
     }
 
     private init?(copy: Pages, seed seedPath: String) {
-        guard let seed = MappedFile(seedPath), seed.size >= 100 else { return nil }
+        guard let seed = PagedFile(seedPath), seed.size >= 100 else { return nil }
         let page = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
+        let seedPage = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
         guard let header = Self.bytes(of: copy, at: 0, count: 100, buffer: page),
+              let seedHeader = seed.read(at: 0, count: 100, into: seedPage),
               // Bytes 16–17: page size; 20–23: reserved bytes and payload fractions; 56–59: text encoding. (Bytes
               // 18–19 differ: the client switches the copy to WAL.)
-              ByteRange.equal(header + 16, seed.bytes + 16, count: 2),
-              ByteRange.equal(header + 20, seed.bytes + 20, count: 4),
-              ByteRange.equal(header + 56, seed.bytes + 56, count: 4),
+              ByteRange.equal(header + 16, seedHeader + 16, count: 2),
+              ByteRange.equal(header + 20, seedHeader + 20, count: 4),
+              ByteRange.equal(header + 56, seedHeader + 56, count: 4),
               case let raw = Int(header[16]) << 8 | Int(header[17]), raw == 1 || raw >= 512
         else {
             page.deallocate()
+            seedPage.deallocate()
             return nil
         }
         pageSize = raw == 1 ? 65_536 : raw
+        reservedBytes = Int(seedHeader[20])
         self.copy = copy
         self.seed = seed
         self.page = page
+        self.seedPage = seedPage
     }
 
     deinit {
         page.deallocate()
+        seedPage.deallocate()
     }
 
     /// Whether table `name` of the copy (`main` on `connection`, with the seed attached as `seed`) is page for page
@@ -103,13 +114,14 @@ final class SeedPageIdentity {
                                                        [.text(name)])?.integerValue,
                   let copyPages = try connection.scalar("PRAGMA main.page_count")?.integerValue
             else { return false }
-            let cells = TableCells(usableSize: pageSize - Int(seed.bytes[20]))
+            let cells = TableCells(usableSize: pageSize - reservedBytes)
             let seedPages = seed.size / pageSize
             let readCopy: TableCells.PageReader = { [copy, page, pageSize] number in
                 Self.bytes(of: copy, at: (number - 1) * pageSize, count: pageSize, buffer: page)
             }
-            let readSeed: TableCells.PageReader = { [seed, pageSize] number in
-                number >= 1 && number <= seedPages ? seed.bytes + (number - 1) * pageSize : nil
+            let readSeed: TableCells.PageReader = { [seed, seedPage, pageSize] number in
+                number >= 1 && number <= seedPages
+                    ? seed.read(at: (number - 1) * pageSize, count: pageSize, into: seedPage) : nil
             }
             guard let copyLeaves = cells.leaves(root: Int(copyRoot), pageCount: Int(copyPages), read: readCopy),
                   let seedLeaves = cells.leaves(root: Int(seedRoot), pageCount: seedPages, read: readSeed),
@@ -128,20 +140,21 @@ final class SeedPageIdentity {
     private func isIdentical(_ number: Int64) -> Bool {
         guard number >= 1, number <= Int64(seed.size / pageSize) else { return false }
         let offset = Int(number - 1) * pageSize
-        guard let bytes = Self.bytes(of: copy, at: offset, count: pageSize, buffer: page) else { return false }
-        return ByteRange.equal(bytes, seed.bytes + offset, count: pageSize)
+        guard let bytes = Self.bytes(of: copy, at: offset, count: pageSize, buffer: page),
+              let seedBytes = seed.read(at: offset, count: pageSize, into: seedPage)
+        else { return false }
+        return ByteRange.equal(bytes, seedBytes, count: pageSize)
     }
 
-    /// `count` (at most `buffer.count`) octets of the copy at `offset`, in place for a mapping, else read into
-    /// `buffer`; nil past its end or when they cannot be read.
+    /// `count` (at most `buffer.count`) octets of the copy at `offset`, read into `buffer`; nil past its end or when
+    /// they cannot be read.
     private static func bytes(
         of copy: Pages, at offset: Int, count: Int, buffer: UnsafeMutableRawBufferPointer
     ) -> UnsafePointer<UInt8>? {
         switch copy {
-        case .mapped(let file):
-            guard offset + count <= file.size else { return nil }
-            return file.bytes + offset
-        case .file(let connection):
+        case .file(let file):
+            return file.read(at: offset, count: count, into: buffer)
+        case .connection(let connection):
             guard count <= buffer.count, let base = buffer.baseAddress,
                   connection.readFile(at: Int64(offset), into: UnsafeMutableRawBufferPointer(start: base, count: count))
             else { return nil }
@@ -150,26 +163,42 @@ final class SeedPageIdentity {
     }
 }
 
-/// A whole file mapped read-only; unmapped when released.
-private final class MappedFile {
-    let bytes: UnsafePointer<UInt8>
+/// A file read with `pread` into a caller's buffer, so that only the pages being compared are resident; closed when
+/// released.
+private final class PagedFile {
+    private let descriptor: Int32
     let size: Int
 
     init?(_ path: String) {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
         var info = stat()
-        guard fstat(descriptor, &info) == 0, info.st_size > 0 else { return nil }
-        size = Int(info.st_size)
-        guard let address = mmap(nil, size, PROT_READ, MAP_SHARED, descriptor, 0), address != MAP_FAILED else {
+        guard fstat(descriptor, &info) == 0, info.st_size > 0 else {
+            close(descriptor)
             return nil
         }
-        bytes = UnsafePointer(address.assumingMemoryBound(to: UInt8.self))
+        self.descriptor = descriptor
+        size = Int(info.st_size)
     }
 
     deinit {
-        munmap(UnsafeMutableRawPointer(mutating: bytes), size)
+        close(descriptor)
+    }
+
+    /// `count` (at most `buffer.count`) octets at `offset`, read into `buffer`; nil past the end of the file or when
+    /// they cannot be read.
+    func read(at offset: Int, count: Int, into buffer: UnsafeMutableRawBufferPointer) -> UnsafePointer<UInt8>? {
+        guard offset >= 0, count <= buffer.count, offset + count <= size, let base = buffer.baseAddress else {
+            return nil
+        }
+        var done = 0
+        while done < count {
+            let read = pread(descriptor, base + done, count - done, off_t(offset + done))
+            if read < 0 && errno == EINTR { continue }
+            guard read > 0 else { return nil }
+            done += read
+        }
+        return UnsafePointer(base.assumingMemoryBound(to: UInt8.self))
     }
 }
 

@@ -66,18 +66,21 @@ enum ChecksumText {
     /// Whether exactly 64 lowercase hex characters spell `digest` (compared by spelling the digest, which is
     /// cheaper than parsing the text).
     static func bareHex(_ text: UnsafeBufferPointer<UInt8>, equals digest: [UInt8]) -> Bool {
-        guard text.count == 64, digest.count == 32 else { return false }
-        return digest.withUnsafeBufferPointer { octets in
-            var i = 0
-            while i < 32 {
-                let octet = octets[i]
-                guard text[2 * i] == hexDigit(octet >> 4), text[2 * i + 1] == hexDigit(octet & 0x0F) else {
-                    return false
-                }
-                i += 1
+        digest.withUnsafeBufferPointer { bareHex(text, equals: $0) }
+    }
+
+    /// ``bareHex(_:equals:)-([UInt8])`` of a digest in place.
+    static func bareHex(_ text: UnsafeBufferPointer<UInt8>, equals octets: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard text.count == 64, octets.count == 32 else { return false }
+        var i = 0
+        while i < 32 {
+            let octet = octets[i]
+            guard text[2 * i] == hexDigit(octet >> 4), text[2 * i + 1] == hexDigit(octet & 0x0F) else {
+                return false
             }
-            return true
+            i += 1
         }
+        return true
     }
 
     /// The lowercase hex digit of a nibble.

@@ -84,11 +84,12 @@ enum SeedFileProbe {
         }
     }
 
-    /// Opens `path` read-only and `immutable=1`, memory-mapped (every row of the seed is read at least once, so
-    /// mapping the file saves a system call and a copy per page).
+    /// Opens `path` read-only and `immutable=1`, with a bounded page cache and no memory map: a mapped seed counts
+    /// in the process's resident memory page by page as it is read, so a mapping of the whole file makes the
+    /// verifier's memory grow with the seed (issue #5) while reading through the cache keeps it at the cache size.
     static func openImmutable(_ path: String) throws(SQLiteError) -> Connection {
         let connection = try Connection(path: immutableURI(path), mode: .readOnly, uri: true)
-        try connection.execute("PRAGMA mmap_size = 2147418112; PRAGMA cache_size = -16384")
+        try connection.execute("PRAGMA mmap_size = 0; PRAGMA cache_size = -16384")
         return connection
     }
 

@@ -62,7 +62,9 @@ struct RowAuditResult: Sendable {
 ///
 /// Rows are streamed table by table through one statement that joins each row with its row version, and edges
 /// through one statement per table that joins each edge with its row, so no record ID is ever kept in memory:
-/// a row is known by its position in the rowid-ordered scan. One ``RowDigester`` serves every row.
+/// a row is known by its position in the rowid-ordered scan. One ``RowDigester`` serves every row. What the edges and
+/// the scope digests need of a row (rowid, digest, identity) is kept in fixed-size records (``AuditedRows``) and each
+/// scope digest is streamed in identity order, so the audit holds a few dozen octets per row, not the scope.
 struct SeedRowAudit {
     let connection: Connection
     let manifest: ClientManifest
@@ -70,41 +72,10 @@ struct SeedRowAudit {
     let knownScopes: Set<String>
     let checks: RowAuditChecks
 
-    /// The rows of one synced table, by position in the rowid-ordered scan.
-    private final class TableRows {
-        let table: LocalSchemaTable
-        let key: LocalSchemaColumn
-        /// Ascending.
-        var rowids: [Int64] = []
-        var identities: [RowIdentity?] = []
-        /// Recomputed row digests; nil when the row could not be digested.
-        var digests: [[UInt8]?] = []
-        /// The row-version digest of rows whose recomputed digest differs from it or could not be computed;
-        /// empty when the row checksum is not a checksum object.
-        var versionDigests: [Int: [UInt8]] = [:]
-        /// Rows without a row version (reported once; their edges are not compared).
-        var withoutVersion: Set<Int> = []
-        var edgeCounts: [Int32] = []
-        var versionsMatched = 0
-
-        init(table: LocalSchemaTable, key: LocalSchemaColumn) {
-            self.table = table
-            self.key = key
-        }
-
-        /// The position of the row with `rowid` (rowids of seeded integer keys are usually dense).
-        func position(of rowid: Int64) -> Int? {
-            guard let first = rowids.first else { return nil }
-            let guess = rowid &- first
-            if guess >= 0, guess < rowids.count, rowids[Int(guess)] == rowid { return Int(guess) }
-            var low = 0
-            var high = rowids.count
-            while low < high {
-                let middle = (low + high) / 2
-                if rowids[middle] < rowid { low = middle + 1 } else { high = middle }
-            }
-            return low < rowids.count && rowids[low] == rowid ? low : nil
-        }
+    /// An edge of a scope: the row it names, by table (index into the audit's tables) and position.
+    private struct ScopeMember {
+        let table: UInt32
+        let position: UInt32
     }
 
     func run(into collector: FindingCollector) throws -> RowAuditResult {
@@ -113,12 +84,13 @@ struct SeedRowAudit {
         var result = RowAuditResult()
         var digesters = Digesters(
             stored: StoredRowDigester(manifest: manifest.manifest), wire: RowDigester(manifest: manifest.manifest))
-        var tables: [TableRows] = []
+        var tables: [AuditedRows] = []
         let versions = try VersionCursor.baselineShaped(on: connection)
         defer { versions?.finish() }
         for table in manifest.localSchema {
             guard let key = table.primaryKeyColumn else { continue }
-            let rows = TableRows(table: table, key: key)
+            let rows = AuditedRows(table: table, key: key)
+            rows.reserve(rows: try estimatedRows(table))
             try readRows(rows, versions: versions, digesters: &digesters, into: collector)
             try checkDuplicateKeys(rows, into: collector)
             result.rows += rows.rowids.count
@@ -126,16 +98,16 @@ struct SeedRowAudit {
         }
         try checkVersionsWithoutRows(tables, into: collector)
         try checkEdgesOutsideManifest(into: collector)
-        var members: [String: [(TableRows, Int)]] = [:]
-        for rows in tables {
-            try readEdges(rows, allRows: result.rows, members: &members, into: collector)
+        var members: [String: [ScopeMember]] = [:]
+        for (index, rows) in tables.enumerated() {
+            try readEdges(rows, index: UInt32(index), allRows: result.rows, members: &members, into: collector)
             for position in rows.edgeCounts.indices where rows.edgeCounts[position] == 0 {
                 collector.add(checks.rowWithoutEdge, table: rows.table.tableName, row: Int64(position + 1),
                               "the row has no provenance edge in any scope")
             }
         }
         for (scope, scopeMembers) in members {
-            result.scopes[scope] = tally(scope: scope, members: scopeMembers)
+            result.scopes[scope] = tally(scope: scope, members: scopeMembers, tables: tables)
         }
         for (check, count) in before where collector.count(check) > count {
             result.issues[check] = collector.count(check) - count
@@ -145,6 +117,21 @@ struct SeedRowAudit {
 
     // MARK: - Rows
 
+    /// The number of rows of `table` if its rowids are dense (the span of its rowids), bounded by the most cells its
+    /// file's pages could hold; 0 when unknown. Only sizes the audit's arrays, so it need not be exact.
+    private func estimatedRows(_ table: LocalSchemaTable) throws -> Int {
+        // Separate subqueries: SQLite finds a lone min() or max() at one end of the b-tree, but scans for both.
+        let name = SQLiteIdentifier.quote(table.tableName)
+        let span = try connection.scalar(
+            "SELECT (SELECT max(rowid) FROM \(name)) - (SELECT min(rowid) FROM \(name)) + 1")?.integerValue ?? 0
+        let pages = try connection.scalar("PRAGMA page_count")?.integerValue ?? 0
+        let pageSize = try connection.scalar("PRAGMA page_size")?.integerValue ?? 0
+        // A table leaf cell takes at least 4 octets and its 2-octet pointer.
+        let cells = pages.multipliedReportingOverflow(by: pageSize / 6)
+        guard span > 0, !cells.overflow else { return 0 }
+        return Int(min(span, cells.partialValue, 1 << 28))
+    }
+
     /// The two digesters of an audit: straight from stored values, and from wire values for the rows the first
     /// does not vouch for.
     private struct Digesters {
@@ -153,7 +140,7 @@ struct SeedRowAudit {
     }
 
     private func readRows(
-        _ rows: TableRows, versions: VersionCursor?, digesters: inout Digesters, into collector: FindingCollector
+        _ rows: AuditedRows, versions: VersionCursor?, digesters: inout Digesters, into collector: FindingCollector
     ) throws {
         if let versions {
             try readRowsAlongVersions(rows, versions: versions, digesters: &digesters, into: collector)
@@ -196,7 +183,7 @@ struct SeedRowAudit {
     /// scan continues from what it found. Used only when the version table has the baseline's DDL, whose primary
     /// key makes (table, record ID) unique and compares with the binary collation, exactly as the join does.
     private func readRowsAlongVersions(
-        _ rows: TableRows, versions: VersionCursor, digesters: inout Digesters, into collector: FindingCollector
+        _ rows: AuditedRows, versions: VersionCursor, digesters: inout Digesters, into collector: FindingCollector
     ) throws {
         let table = rows.table
         let columns = table.columns.map { "t." + SQLiteIdentifier.quote($0.name) }.joined(separator: ", ")
@@ -220,20 +207,18 @@ struct SeedRowAudit {
     /// Digests the current row of `statement` (its rowid, then the table's columns), with its row version's
     /// columns at `version` (nil: no row version).
     private func digestRow(
-        _ statement: Statement, rowid: Int64, version: VersionColumns?, _ rows: TableRows, layout: StoredRowLayout?,
+        _ statement: Statement, rowid: Int64, version: VersionColumns?, _ rows: AuditedRows, layout: StoredRowLayout?,
         members: inout [JSONMember], digesters: inout Digesters, into collector: FindingCollector
     ) throws {
-        let position = rows.rowids.count
-        rows.rowids.append(rowid)
-        rows.edgeCounts.append(0)
+        let position = rows.count
         if let layout, let version, let computed = Self.storedDigest(
             statement, layout: layout, version: version, digester: &digesters.stored)
         {
             rows.versionsMatched += 1
-            record(computed, rows, position: position, version: version, into: collector)
+            record(computed, rows, rowid: rowid, position: position, version: version, into: collector)
             return
         }
-        try readRow(statement, rows, position: position, members: &members, version: version,
+        try readRow(statement, rows, rowid: rowid, position: position, members: &members, version: version,
                     digester: &digesters.wire, into: collector)
     }
 
@@ -277,7 +262,7 @@ struct SeedRowAudit {
     /// The wire path: every stored value is read, checked and converted with the client's mapping, and the row
     /// digested from the wire values; each problem is a finding.
     private func readRow(
-        _ statement: Statement, _ rows: TableRows, position: Int, members: inout [JSONMember],
+        _ statement: Statement, _ rows: AuditedRows, rowid: Int64, position: Int, members: inout [JSONMember],
         version: VersionColumns?, digester: inout RowDigester, into collector: FindingCollector
     ) throws {
         let table = rows.table
@@ -306,8 +291,7 @@ struct SeedRowAudit {
         guard let version else {
             collector.add(checks.rowWithoutVersion, table: table.tableName, row: ordinal, "the row has no row version")
             rows.withoutVersion.insert(position)
-            rows.identities.append(identity(table, keyWire))
-            rows.digests.append(nil)
+            rows.append(rowid: rowid, identity: identity(table, keyWire), digest: nil)
             return
         }
         rows.versionsMatched += 1
@@ -320,8 +304,7 @@ struct SeedRowAudit {
                           "the row's server version is empty or not text")
         }
         guard valid, let keyWire, let serverVersion else {
-            rows.identities.append(identity(table, keyWire))
-            rows.digests.append(nil)
+            rows.append(rowid: rowid, identity: identity(table, keyWire), digest: nil)
             rows.versionDigests[position] = versionDigest(version, table: table.tableName, ordinal: ordinal,
                                                           into: collector)
             return
@@ -330,10 +313,9 @@ struct SeedRowAudit {
             let computed = try digester.digest(
                 tableID: table.tableID, primaryKey: keyWire, row: .object(JSONObject(members)),
                 serverVersion: serverVersion)
-            record(computed, rows, position: position, version: version, into: collector)
+            record(computed, rows, rowid: rowid, position: position, version: version, into: collector)
         } catch {
-            rows.identities.append(identity(table, keyWire))
-            rows.digests.append(nil)
+            rows.append(rowid: rowid, identity: identity(table, keyWire), digest: nil)
             rows.versionDigests[position] = versionDigest(version, table: table.tableName, ordinal: ordinal,
                                                           into: collector)
             collector.add(checks.rowValue, table: table.tableName, row: ordinal,
@@ -343,11 +325,10 @@ struct SeedRowAudit {
 
     /// Records a recomputed digest and compares it with the row's row checksum.
     private func record(
-        _ computed: (identity: RowIdentity, digest: [UInt8]), _ rows: TableRows, position: Int,
+        _ computed: (identity: RowIdentity, digest: [UInt8]), _ rows: AuditedRows, rowid: Int64, position: Int,
         version: VersionColumns, into collector: FindingCollector
     ) {
-        rows.identities.append(computed.identity)
-        rows.digests.append(computed.digest)
+        rows.append(rowid: rowid, identity: computed.identity, digest: computed.digest)
         let checksum = version.rowChecksum
         let matches = version.statement.isNull(at: checksum) ? nil : version.statement.withTextBytes(
             at: checksum) { ChecksumText.object($0, carries: computed.digest) }
@@ -393,7 +374,7 @@ struct SeedRowAudit {
 
     /// A rowid table whose single primary-key column is the key cannot hold two rows with one key; any other
     /// shape (already reported by the shape checks) is searched for repeated record IDs.
-    private func checkDuplicateKeys(_ rows: TableRows, into collector: FindingCollector) throws {
+    private func checkDuplicateKeys(_ rows: AuditedRows, into collector: FindingCollector) throws {
         let name = rows.table.tableName
         let keyColumns = try connection.query(
             "SELECT name FROM pragma_table_info(?1) WHERE pk > 0", [.text(name)]) { try $0.text(at: 0) }
@@ -414,7 +395,7 @@ struct SeedRowAudit {
     // MARK: - Row versions
 
     /// Row versions of unknown tables, and per synced table the versions no materialized row matched.
-    private func checkVersionsWithoutRows(_ tables: [TableRows], into collector: FindingCollector) throws {
+    private func checkVersionsWithoutRows(_ tables: [AuditedRows], into collector: FindingCollector) throws {
         let counts = try connection.query(
             "SELECT table_name, count(*) FROM _synchro_row_versions GROUP BY table_name ORDER BY table_name"
         ) { (try $0.value(at: 0), $0.int(at: 1)) }
@@ -466,7 +447,8 @@ struct SeedRowAudit {
 
     /// Every edge of the table's records, joined with the row it names (the exact record ID text).
     private func readEdges(
-        _ rows: TableRows, allRows: Int, members: inout [String: [(TableRows, Int)]], into collector: FindingCollector
+        _ rows: AuditedRows, index: UInt32, allRows: Int, members: inout [String: [ScopeMember]],
+        into collector: FindingCollector
     ) throws {
         let name = rows.table.tableName
         let key = "t." + SQLiteIdentifier.quote(rows.key.name)
@@ -494,7 +476,7 @@ struct SeedRowAudit {
         var currentScope: String?
         var currentScopeText: [UInt8] = []
         var currentKnown = false
-        var current: [(TableRows, Int)] = []
+        var current: [ScopeMember] = []
         func flush() {
             if let currentScope, !current.isEmpty { members[currentScope, default: []].append(contentsOf: current) }
             current.removeAll(keepingCapacity: true)
@@ -529,10 +511,11 @@ struct SeedRowAudit {
                 continue
             }
             rows.edgeCounts[position] += 1
-            current.append((rows, position))
+            current.append(ScopeMember(table: index, position: UInt32(position)))
             guard !rows.withoutVersion.contains(position) else { continue }
-            let expected = rows.versionDigests[position] ?? rows.digests[position] ?? []
-            let matches = statement.withTextBytes(at: 2) { ChecksumText.bareHex($0, equals: expected) }
+            let matches = rows.withExpectedDigest(at: position) { expected in
+                statement.withTextBytes(at: 2) { ChecksumText.bareHex($0, equals: expected) }
+            }
             if !matches {
                 let wellFormed = statement.withTextBytes(at: 2) { ChecksumText.bareDigest($0) } != nil
                 collector.add(checks.edgeDigest, scope: scope, table: name, row: Int64(position + 1),
@@ -545,7 +528,7 @@ struct SeedRowAudit {
 
     /// Whether the table's key column is its rowid (`INTEGER PRIMARY KEY` of a rowid table: the only key, with no
     /// index of its own).
-    private func isRowidAlias(_ rows: TableRows) throws -> Bool {
+    private func isRowidAlias(_ rows: AuditedRows) throws -> Bool {
         let name = rows.table.tableName
         let keyColumns = try connection.query(
             "SELECT name, upper(type) FROM pragma_table_info(?1) WHERE pk > 0", [.text(name)]
@@ -584,17 +567,27 @@ struct SeedRowAudit {
 
     // MARK: - Scope digests
 
-    private func tally(scope: String, members: [(TableRows, Int)]) -> ScopeTally {
+    /// The scope's tally: its edge count, and its digest streamed through ``ScopeDigestAccumulator`` in row-identity
+    /// order, so that one entry is built at a time instead of the scope's preimage (`spec/integrity.md` §4.6). As
+    /// ``ScopeDigest/compute(schemaHash:scopeID:entries:)`` would, an edge whose row has no identity or digest, or
+    /// two edges of one identity, leave the digest unknown.
+    private func tally(scope: String, members: [ScopeMember], tables: [AuditedRows]) -> ScopeTally {
         var tally = ScopeTally(edges: members.count)
-        var entries: [(identity: RowIdentity, rowDigest: [UInt8])] = []
-        entries.reserveCapacity(members.count)
-        for (rows, position) in members {
-            guard let identity = rows.identities[position], let digest = rows.digests[position] else { return tally }
-            entries.append((identity, digest))
+        for member in members where !tables[Int(member.table)].isDigested(Int(member.position)) { return tally }
+        let ordered = members.sorted { a, b in
+            tables[Int(a.table)].identityPrecedes(Int(a.position), tables[Int(b.table)], Int(b.position))
         }
-        tally.digest = try? ScopeDigest.compute(
-            schemaHash: manifest.manifest.schemaHashOctets, scopeID: scope, entries: entries
-        ).digest
+        guard var accumulator = try? ScopeDigestAccumulator(
+            schemaHash: manifest.manifest.schemaHashOctets, scopeID: scope, cardinality: UInt64(ordered.count))
+        else { return tally }
+        for member in ordered {
+            let rows = tables[Int(member.table)]
+            let position = Int(member.position)
+            guard let identity = rows.identity(at: position), let digest = rows.digest(at: position),
+                  (try? accumulator.add(identity: identity, rowDigest: digest)) != nil
+            else { return tally }
+        }
+        tally.digest = try? accumulator.finalize()
         return tally
     }
 }

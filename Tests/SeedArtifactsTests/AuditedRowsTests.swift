@@ -1,0 +1,79 @@
+import SynchroClient
+import SynchroProtocol
+import Testing
+@testable import SeedArtifacts
+
+@Suite("Seed verifier: the row audit's compact row records")
+struct AuditedRowsTests {
+    @Test("compact rows give back each identity and digest, and order identities across tables as their octets do")
+    func compactRowsKeepIdentityOrderAndDigests() throws {
+        let manifest = try Self.threeKeyTypesManifest()
+        let keys: [String: [String]] = [
+            "tbl_int": ["0", "1", "2", "-1", "-2147483648", "2147483647", "255", "256"],
+            "tb_long": [#""0""#, #""-9223372036854775808""#, #""9223372036854775807""#, #""42""#, #""-42""#],
+            "tbl_text": [#""""#, #""a""#, #""b""#, #""ab""#, #""grün""#, #""z""#, #""zz""#, #""aaa""#],
+        ]
+        var tables: [AuditedRows] = []
+        var expected: [(identity: RowIdentity, digest: [UInt8], table: Int, position: Int)] = []
+        for table in manifest.localSchema {
+            let key = try #require(table.primaryKeyColumn)
+            let rows = AuditedRows(table: table, key: key)
+            for (position, text) in try #require(keys[table.tableID]).enumerated() {
+                let value = try StrictJSONParser().parse(text)
+                let identity = try RowIdentity(manifest: manifest.manifest, tableID: table.tableID, primaryKey: value)
+                let digest = (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ position &+ tables.count &* 31) }
+                rows.append(rowid: Int64(position + 1), identity: identity, digest: digest)
+                expected.append((identity, digest, tables.count, position))
+            }
+            // A row that could not be digested keeps its place without an identity or a digest.
+            rows.append(rowid: 1000, identity: nil, digest: nil)
+            #expect(!rows.isDigested(rows.count - 1) && rows.identity(at: rows.count - 1) == nil)
+            #expect(rows.withExpectedDigest(at: rows.count - 1) { $0.count } == 0)
+            tables.append(rows)
+        }
+        for entry in expected {
+            let rows = tables[entry.table]
+            #expect(rows.isDigested(entry.position))
+            #expect(rows.identity(at: entry.position) == entry.identity)
+            #expect(rows.digest(at: entry.position) == entry.digest)
+            #expect(rows.withExpectedDigest(at: entry.position) { Array($0) } == entry.digest)
+        }
+        let ordered = expected.sorted { a, b in
+            tables[a.table].identityPrecedes(a.position, tables[b.table], b.position)
+        }
+        #expect(ordered.map(\.identity) == expected.map(\.identity).sorted())
+        var accumulator = try ScopeDigestAccumulator(
+            schemaHash: manifest.manifest.schemaHashOctets, scopeID: "s", cardinality: UInt64(ordered.count))
+        for entry in ordered {
+            try accumulator.add(identity: entry.identity, rowDigest: entry.digest)
+        }
+        let complete = try ScopeDigest.compute(
+            schemaHash: manifest.manifest.schemaHashOctets, scopeID: "s",
+            entries: expected.map { ($0.identity, $0.digest) })
+        #expect(try accumulator.finalize() == complete.digest)
+    }
+
+    /// Three tables keyed by `int`, `int64` and `string`; `tb_long` is the shortest table ID, so its identities sort
+    /// first.
+    static func threeKeyTypesManifest() throws -> ClientManifest {
+        func table(_ id: String, _ type: PortableType) -> String {
+            #"""
+            {"table_id": "\#(id)", "relation_id": "rel_\#(id)", "name": "\#(id)_rows", "composition": "single_scope",
+             "primary_key_field_id": "fld_key",
+             "lifecycle": {"created_at_field_id": null, "updated_at_field_id": null, "deleted_at_field_id": null},
+             "fields": [{"field_id": "fld_key", "name": "id", "type": "\#(type.rawValue)", "nullable": false,
+                         "writable": false}],
+             "indexes": []}
+            """#
+        }
+        let template = #"""
+            {"schema_version": 1, "schema_hash": "HASH", "parent_schema": null, "transition_class": "initial",
+             "compatibility_floor": 1, "tables": [TABLES]}
+            """#
+        let tables = [table("tbl_int", .int), table("tbl_text", .string), table("tb_long", .int64)]
+        let manifestText = template.replacing("TABLES", with: tables.joined(separator: ", "))
+        let placeholder = manifestText.replacing("HASH", with: String(repeating: "0", count: 64))
+        let hash = try SchemaManifest.computeHash(json: try StrictJSONParser().parse(placeholder))
+        return try ClientManifest(json: try StrictJSONParser().parse(manifestText.replacing("HASH", with: hash)))
+    }
+}
