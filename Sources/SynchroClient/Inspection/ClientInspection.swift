@@ -153,12 +153,6 @@ private struct InspectionReader {
     }
 
     private func blockingError() throws -> ClientInspection.BlockingError? {
-        try connection.query(
-            "SELECT operation, code, retryable, recovery_action FROM _synchro_blocking_error WHERE singleton = 1"
-        ) {
-            ClientInspection.BlockingError(
-                operation: try $0.text(at: 0), code: try $0.text(at: 1), retryable: $0.int64(at: 2) != 0,
-                recoveryAction: try $0.text(at: 3))
-        }.first
+        try BlockingErrorStore.stored(on: connection)
     }
 }
