@@ -155,15 +155,10 @@ struct InstallTests {
         let seed = try VerifyFixtures.cleanCopy(in: directory)
         let staged = directory.path(".app.db.seed-pages")
         try SeedStaging.copy(seed, to: staged)
-        let store = try ClientStore(configuration: ClientStoreConfiguration(path: staged, clientID: "seedkit-test"))
-        store.close()
-        SeedStaging.removeSidecars(of: staged)
+        try VerifyFixtures.migrateAsInstaller(staged)
 
         func proven(_ table: String) throws -> Bool {
-            let connection = try Connection(path: staged, mode: .readOnly)
-            defer { connection.close() }
-            try connection.run("ATTACH DATABASE ? AS seed", [.text(SeedFileProbe.immutableURI(seed))])
-            return SeedPageIdentity(copy: staged, seed: seed)?.proves(table: table, on: connection) == true
+            try VerifyFixtures.pageIdentity(copy: staged, seed: seed) { $0.proves(table: table, on: $1) }
         }
         #expect(try proven("products"))
         #expect(try proven("_synchro_row_versions"))
@@ -185,9 +180,7 @@ struct InstallTests {
         try SeedStaging.copy(seed, to: staged)
         try VerifyFixtures.modify(
             staged, "UPDATE products SET title = title || '!' WHERE id = (SELECT max(id) FROM products)")
-        let store = try ClientStore(configuration: ClientStoreConfiguration(path: staged, clientID: "seedkit-test"))
-        store.close()
-        SeedStaging.removeSidecars(of: staged)
+        try VerifyFixtures.migrateAsInstaller(staged)
 
         let shared = SharedRowAudit()
         var publication = PublicationVerifier(path: seed, options: SeedVerificationOptions(), shared: shared)
@@ -218,5 +211,27 @@ struct InstallTests {
             #expect(!InstalledSeedValidator.equalCollapsed(a, b), "\(a.debugDescription) \(b.debugDescription)")
             #expect(!InstalledSeedValidator.equalCollapsed(b, a))
         }
+    }
+}
+
+extension VerifyFixtures {
+    /// Opens the staged copy `staged` of a seed with the client store, which migrates it as the installer does,
+    /// closes it and removes its sidecars.
+    static func migrateAsInstaller(_ staged: String) throws {
+        let store = try ClientStore(configuration: ClientStoreConfiguration(path: staged, clientID: "seedkit-test"))
+        store.close()
+        SeedStaging.removeSidecars(of: staged)
+    }
+
+    /// Whether `proof` holds for the page identity of `copy` and `seed`, on a read-only connection to `copy` with
+    /// `seed` attached as `seed` (false when the identity cannot be set up).
+    static func pageIdentity(
+        copy: String, seed: String, _ proof: (SeedPageIdentity, Connection) -> Bool
+    ) throws -> Bool {
+        let connection = try Connection(path: copy, mode: .readOnly)
+        defer { connection.close() }
+        try connection.run("ATTACH DATABASE ? AS seed", [.text(SeedFileProbe.immutableURI(seed))])
+        guard let identity = SeedPageIdentity(copy: copy, seed: seed) else { return false }
+        return proof(identity, connection)
     }
 }

@@ -113,15 +113,10 @@ struct StagingInMemoryTests {
         let seed = try VerifyFixtures.cleanCopy(in: directory)
         let staged = directory.path(".app.db.seed-cells")
         try SeedStaging.copy(seed, to: staged)
-        let store = try ClientStore(configuration: ClientStoreConfiguration(path: staged, clientID: "seedkit-test"))
-        store.close()
-        SeedStaging.removeSidecars(of: staged)
+        try VerifyFixtures.migrateAsInstaller(staged)
 
         func proven(_ table: String) throws -> Bool {
-            let connection = try Connection(path: staged, mode: .readOnly)
-            defer { connection.close() }
-            try connection.run("ATTACH DATABASE ? AS seed", [.text(SeedFileProbe.immutableURI(seed))])
-            return SeedPageIdentity(copy: staged, seed: seed)?.provesByCells(table: table, on: connection) == true
+            try VerifyFixtures.pageIdentity(copy: staged, seed: seed) { $0.provesByCells(table: table, on: $1) }
         }
         #expect(try proven("_synchro_scope_rows"), "v13 copies the edges in rowid order")
         #expect(try proven("_synchro_scopes"))

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SynchroProtocol
 import _SeedkitTestSupport
 
 /// When the crash harness kills a child `seedkit` run (docs/reliability.md). No trigger waits for time: each one
@@ -160,5 +161,28 @@ private final class DirectoryWatcher {
 
     func close() {
         Glibc.close(descriptor)
+    }
+}
+
+/// What `seedkit inspect --json` reports about a store's ledger, as the process-death tests check it.
+struct StoreInspection {
+    let clientID: String?
+    /// -1 when the report has no pending count.
+    let pending: Int64
+    let accepted: Int64
+    /// -1 when the report has no rejection list.
+    let rejections: Int
+    let blocked: Bool
+
+    init(json line: String) throws {
+        guard let object = try StrictJSONParser().parse(line).objectValue else {
+            throw HarnessError("inspect --json printed no object")
+        }
+        let mutations = object["mutations"]?.objectValue
+        clientID = object["client_id"]?.stringValue
+        pending = mutations?["pending"]?.numberValue?.exactInt64 ?? -1
+        accepted = mutations?["accepted"]?.numberValue?.exactInt64 ?? 0
+        rejections = object["rejections"]?.arrayValue?.count ?? -1
+        blocked = object["blocking_error"] != .null
     }
 }

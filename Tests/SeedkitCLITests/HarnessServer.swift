@@ -49,7 +49,6 @@ final class HarnessServer {
         guard current.status == 200, let object = current.json.objectValue else {
             throw HarnessError("GET /sync/schema answered \(current.status)")
         }
-        let parent = try SchemaManifest(json: current.json)
         let tables = (object["tables"]?.arrayValue ?? []).map { table -> JSONValue in
             guard let table = table.objectValue, table["table_id"] == .string("tbl_notes") else { return table }
             return .object(JSONObject(table.members.map { member in
@@ -61,8 +60,26 @@ final class HarnessServer {
                 ]))]))
             }))
         }
+        let body = try SuccessorManifest.publication(
+            of: object, tables: tables, transition: classThree ? "class_3" : "class_2",
+            keepsCompatibilityFloor: !classThree, affectedScopes: classThree ? ["user:{user}"] : nil)
+        let published = try operatorRequest(.post, "/operator/schema", body: body)
+        guard published.status == 200 else { throw HarnessError("schema publication answered \(published.status)") }
+    }
+}
+
+/// The operator publication of the next version of a served manifest, for tests that change the schema.
+enum SuccessorManifest {
+    /// The canonical `POST /operator/schema` body: `current` with `tables`, the next version, `current` as parent,
+    /// `transition`, the compatibility floor kept (or 1) when `keepsCompatibilityFloor` and the new version
+    /// otherwise, a recomputed hash, and `affected_scopes` when given.
+    static func publication(
+        of current: JSONObject, tables: [JSONValue], transition: String, keepsCompatibilityFloor: Bool,
+        affectedScopes: [String]?
+    ) throws -> [UInt8] {
+        let parent = try SchemaManifest(json: .object(current))
         let version = parent.schemaVersion + 1
-        var members = object.members.filter {
+        var members = current.members.filter {
             !["schema_version", "schema_hash", "parent_schema", "transition_class", "compatibility_floor", "tables"]
                 .contains($0.key)
         }
@@ -73,16 +90,16 @@ final class HarnessServer {
                 JSONMember("version", .number(JSONNumber(parent.schemaVersion))),
                 JSONMember("hash", .string(parent.schemaHash)),
             ]))),
-            JSONMember("transition_class", .string(classThree ? "class_3" : "class_2")),
-            JSONMember("compatibility_floor", classThree
-                ? .number(JSONNumber(version)) : object["compatibility_floor"] ?? .number(JSONNumber(1))),
+            JSONMember("transition_class", .string(transition)),
+            JSONMember("compatibility_floor", keepsCompatibilityFloor
+                ? current["compatibility_floor"] ?? .number(JSONNumber(1)) : .number(JSONNumber(version))),
         ]
         let hash = try SchemaManifest.computeHash(json: .object(JSONObject(members)))
         let manifest = JSONValue.object(JSONObject(members + [JSONMember("schema_hash", .string(hash))]))
         var request = [JSONMember("manifest", manifest)]
-        if classThree { request.append(JSONMember("affected_scopes", .array([.string("user:{user}")]))) }
-        let body = try CanonicalJSON.encode(.object(JSONObject(request)))
-        let published = try operatorRequest(.post, "/operator/schema", body: body)
-        guard published.status == 200 else { throw HarnessError("schema publication answered \(published.status)") }
+        if let affectedScopes {
+            request.append(JSONMember("affected_scopes", .array(affectedScopes.map(JSONValue.string))))
+        }
+        return try CanonicalJSON.encode(.object(JSONObject(request)))
     }
 }

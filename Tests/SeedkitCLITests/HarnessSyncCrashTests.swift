@@ -546,25 +546,10 @@ final class HarnessSyncWorld {
         return run.lines
     }
 
-    struct Inspection {
-        let clientID: String?
-        let pending: Int64
-        let accepted: Int64
-        let rejections: Int
-        let blocked: Bool
-    }
-
-    func inspect() throws -> Inspection {
+    func inspect() throws -> StoreInspection {
         let run = try child(["inspect", "--db", device, "--json"])
         try expectSuccess(run, "inspect")
-        let object = try StrictJSONParser().parse(run.lines.last ?? "").objectValue
-        let mutations = object?["mutations"]?.objectValue
-        return Inspection(
-            clientID: object?["client_id"]?.stringValue,
-            pending: mutations?["pending"]?.numberValue?.exactInt64 ?? 0,
-            accepted: mutations?["accepted"]?.numberValue?.exactInt64 ?? 0,
-            rejections: object?["rejections"]?.arrayValue?.count ?? -1,
-            blocked: object?["blocking_error"] != .null)
+        return try StoreInspection(json: run.lines.last ?? "")
     }
 
     /// `seedkit validate` (offline) holds on the store as the kill left it: every committed state is consistent.

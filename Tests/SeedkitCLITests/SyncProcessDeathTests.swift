@@ -282,7 +282,6 @@ final class DeviceWorld {
     ) throws {
         let current = try server.send("GET", "/sync/schema", body: [], headers: [])
         try #require(current.status == 200)
-        let parent = try SchemaManifest(json: current.json)
         let tables = (current.object["tables"]?.arrayValue ?? []).map { table -> JSONValue in
             guard let object = table.objectValue, let id = object["table_id"]?.stringValue else { return table }
             return .object(JSONObject(object.members.map { member -> JSONMember in
@@ -300,27 +299,11 @@ final class DeviceWorld {
                 return JSONMember("fields", .array(fields))
             }))
         }
-        let version = parent.schemaVersion + 1
-        var members = current.object.members.filter {
-            !["schema_version", "schema_hash", "parent_schema", "transition_class", "compatibility_floor", "tables"]
-                .contains($0.key)
-        }
-        members += [
-            JSONMember("tables", .array(tables)),
-            JSONMember("schema_version", .number(JSONNumber(version))),
-            JSONMember("parent_schema", .object(JSONObject([
-                JSONMember("version", .number(JSONNumber(parent.schemaVersion))),
-                JSONMember("hash", .string(parent.schemaHash)),
-            ]))),
-            JSONMember("transition_class", .string(transition)),
-            JSONMember("compatibility_floor", .number(JSONNumber(version))),
-        ]
-        let hash = try SchemaManifest.computeHash(json: .object(JSONObject(members)))
-        let manifest = JSONValue.object(JSONObject(members + [JSONMember("schema_hash", .string(hash))]))
-        var request = [JSONMember("manifest", manifest)]
-        if let affected { request.append(JSONMember("affected_scopes", .array(affected.map(JSONValue.string)))) }
+        let body = try SuccessorManifest.publication(
+            of: current.object, tables: tables, transition: transition, keepsCompatibilityFloor: false,
+            affectedScopes: affected)
         let published = try server.send(
-            "POST", "/operator/schema", body: try CanonicalJSON.encode(.object(JSONObject(request))),
+            "POST", "/operator/schema", body: body,
             headers: [
                 ("Authorization", "Bearer \(RunningServer.operatorToken)"), ("Content-Type", "application/json"),
             ])
@@ -350,27 +333,10 @@ final class DeviceWorld {
         return try #require(try StrictJSONParser().parse(line).objectValue?["pinned"]?.numberValue?.exactInt64)
     }
 
-    /// What `seedkit inspect --json` reports about the ledger.
-    struct Inspection {
-        let clientID: String?
-        let pending: Int64
-        let accepted: Int64
-        let rejections: Int
-        let blocked: Bool
-    }
-
-    func inspect(_ database: String) throws -> Inspection {
+    func inspect(_ database: String) throws -> StoreInspection {
         let run = try self.run(["inspect", "--db", database, "--json"])
         try expectSuccess(run)
-        let line = try #require(run.lines.last)
-        let object = try #require(try StrictJSONParser().parse(line).objectValue)
-        let mutations = object["mutations"]?.objectValue
-        return Inspection(
-            clientID: object["client_id"]?.stringValue,
-            pending: mutations?["pending"]?.numberValue?.exactInt64 ?? -1,
-            accepted: mutations?["accepted"]?.numberValue?.exactInt64 ?? 0,
-            rejections: object["rejections"]?.arrayValue?.count ?? -1,
-            blocked: object["blocking_error"] != .null)
+        return try StoreInspection(json: try #require(run.lines.last))
     }
 
     func expectKilled(_ run: SeedkitProcess.Outcome, sourceLocation: SourceLocation = #_sourceLocation) throws {
