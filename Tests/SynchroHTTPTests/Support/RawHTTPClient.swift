@@ -1,4 +1,5 @@
 import Glibc
+import _SeedkitTestSupport
 
 /// Speaks HTTP/1.1 over a plain loopback socket for the request shapes the transport never produces
 /// (chunked uploads). Reads until the server closes, with a receive timeout so a broken server fails
@@ -6,38 +7,9 @@ import Glibc
 enum RawHTTPClient {
     /// Sends `request` verbatim to 127.0.0.1:`port` and returns everything the server sent back.
     static func exchange(port: UInt16, _ request: [UInt8]) -> [UInt8]? {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else { return nil }
-        var offset = 0
-        while offset < request.count {
-            // MSG_NOSIGNAL: a server closing under the upload must not kill the test process.
-            let sent = request[offset...].withUnsafeBytes {
-                send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
-            }
-            guard sent > 0 else { break }
-            offset += sent
-        }
-        var response: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let received = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            guard received > 0 else { break }
-            response += buffer[0..<received]
-        }
-        return response
+        guard let client = LoopbackClient(port: port) else { return nil }
+        client.send(request)
+        return client.receiveUntilClosed()
     }
 
     /// A chunked POST to `path` carrying `chunks`, asking the server to close afterwards.
