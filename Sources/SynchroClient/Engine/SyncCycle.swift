@@ -387,14 +387,20 @@ private final class CycleRun {
         try enter(.rebuilding)
         events(.phaseStarted(.rebuild))
         let applier = RebuildApplier(context: context)
+        // The next page is requested while this one is applied; nothing is in flight once the rebuild returns.
+        let ahead = RequestAhead<RebuildApplier.ReceivedPage>(isCancelled: cycle.isCancelled)
+        defer { ahead.drain() }
         for scope in scopes {
             var restarts = 0
             events(.rebuildRequested(scope: scope))
             try mapping(.rebuild) { () throws(SyncError) in _ = try applier.start(scope: scope) }
             while true {
                 let isFinal: Bool
+                let rows: Int
                 do throws(SyncCycleError) {
-                    isFinal = try retrying(.rebuild) { () throws(SyncError) in try applier.runPage(scope: scope) }
+                    (isFinal, rows) = try retrying(.rebuild) { () throws(SyncError) in
+                        try applier.runPage(scope: scope, ahead: ahead)
+                    }
                 } catch {
                     guard Self.needsNewAttempt(error), restarts < configuration.maxRebuildRestarts else {
                         if Self.needsNewAttempt(error) { throw .rebuildLimit(scope: scope) }
@@ -404,7 +410,6 @@ private final class CycleRun {
                     try newAttempt(scope: scope, applier: applier)
                     continue
                 }
-                let rows = transport.lastPageRows
                 summary.rowsApplied += rows
                 events(.pageApplied(phase: .rebuild, scope: scope, rows: rows))
                 try enter(.rebuilding)
@@ -428,9 +433,8 @@ private final class CycleRun {
         let applier = PullApplier(context: context)
         while true {
             let outcome = try retrying(.pull) { () throws(SyncError) in try applier.runPage() }
-            let rows = transport.lastPageRows
-            summary.rowsApplied += rows
-            events(.pageApplied(phase: .pull, scope: nil, rows: rows))
+            summary.rowsApplied += outcome.rows
+            events(.pageApplied(phase: .pull, scope: nil, rows: outcome.rows))
             for scope in outcome.verifiedScopes { verified.insert(scope) }
             guard !outcome.hasMore else {
                 try enter(.pulling)

@@ -82,6 +82,10 @@ struct LocalRows {
 
     /// `record_id`: the primary key rendered as text (`CAST(pk AS TEXT)`).
     func recordID(_ primaryKey: JSONValue) -> String {
+        Self.recordID(primaryKey)
+    }
+
+    static func recordID(_ primaryKey: JSONValue) -> String {
         switch primaryKey {
         case .number(let number): number.exactInt64.map(String.init) ?? number.literal
         case .string(let string): string
@@ -160,55 +164,105 @@ struct LocalRows {
         return (table.tableName, recordID)
     }
 
-    /// Writes the verified rows of one rebuild page as ``write(_:protected:)`` does one by one — rows that
-    /// `protected` names are left alone, every row version is upserted — with each table's rows upserted in
-    /// multi-row statements, in page order: the capture triggers' program frame (a zeroed allocation of tens of
-    /// kilobytes that SQLite makes per statement run, even while capture is suppressed) is then set up once per
-    /// statement instead of once per row. Returns each row's table name and record ID, in page order.
-    func write(
-        _ records: [VerifiedRow], protected: ProtectedRows
-    ) throws -> [(tableName: String, recordID: String)] {
-        var written: [(tableName: String, recordID: String)] = []
-        written.reserveCapacity(records.count)
-        var pending: [String: [SQLiteValue]] = [:]
-        for row in records {
-            let table = try table(row.tableID)
-            let recordID = recordID(row.primaryKey)
-            if !protected.contains(tableName: table.tableName, recordID: recordID) {
-                let object = row.row.objectValue ?? JSONObject([])
-                var values = pending.removeValue(forKey: row.tableID) ?? []
-                for column in table.columns {
-                    values.append(try Self.sqliteValue(object[column.fieldID] ?? .null, type: column.logicalType))
-                }
-                let limit = Self.upsertBatchLimit(table)
-                if values.count == limit * table.columns.count {
-                    try upsert(values, into: table)
-                    values.removeAll(keepingCapacity: true)
-                }
-                pending[row.tableID] = values
-            }
-            try setVersion(
-                tableName: table.tableName, recordID: recordID, version: row.serverVersion,
-                checksum: try Self.checksumText(row.digest))
-            written.append((table.tableName, recordID))
-        }
-        for (tableID, values) in pending where !values.isEmpty {
-            try upsert(values, into: try table(tableID))
-        }
-        return written
+    /// A verified record in the forms the store keeps: its table, record ID, column values in declaration order,
+    /// row-version checksum text and edge digest hex. Computed before the page's transaction (on the thread that
+    /// received the page), so that the transaction only binds and steps.
+    struct StoredRecord: Sendable {
+        let tableID: String
+        let tableName: String
+        let recordID: String
+        let values: [SQLiteValue]
+        let serverVersion: String
+        let versionChecksum: String
+        let edgeDigest: String
     }
 
-    /// Upserts the rows whose values `values` holds, column order, row after row, in statements of a power of
-    /// two rows each (so that few distinct statements are cached).
-    private func upsert(_ values: [SQLiteValue], into table: LocalSchemaTable) throws {
-        let width = table.columns.count
+    /// The stored forms of `records` under `manifest` (``StoredRecord``), in page order.
+    static func storedRecords(_ records: [VerifiedRow], manifest: ClientManifest) throws -> [StoredRecord] {
+        let tables = Dictionary(manifest.localSchema.map { ($0.tableID, $0) }, uniquingKeysWith: { first, _ in first })
+        return try records.map { row in
+            guard let table = tables[row.tableID] else { throw SyncError.invalidState(reason: "unknown table ID") }
+            let object = row.row.objectValue ?? JSONObject([])
+            var values: [SQLiteValue] = []
+            values.reserveCapacity(table.columns.count)
+            for column in table.columns {
+                values.append(try sqliteValue(object[column.fieldID] ?? .null, type: column.logicalType))
+            }
+            return StoredRecord(
+                tableID: row.tableID, tableName: table.tableName, recordID: recordID(row.primaryKey), values: values,
+                serverVersion: row.serverVersion, versionChecksum: try checksumText(row.digest),
+                edgeDigest: Hex.encode(row.digest))
+        }
+    }
+
+    /// Writes one rebuild page as ``write(_:protected:)`` and ``upsertEdge(scope:tableName:recordID:digest:generation:)``
+    /// do record by record — rows that `protected` names are left alone, every row version and edge (of
+    /// `generation`) is upserted — in multi-row statements, in page order: each statement run costs a fixed setup
+    /// (for a synced table, the capture triggers' program frame, a zeroed allocation of tens of kilobytes that
+    /// SQLite makes per run even while capture is suppressed), paid once per statement instead of once per row.
+    func writeRebuildPage(
+        _ records: [StoredRecord], scope: String, generation: Int64, protected: ProtectedRows
+    ) throws {
+        digests?.invalidate(scope: scope)
+        var byTable: [String: [String]] = [:]
+        for record in records { byTable[record.tableName, default: []].append(record.recordID) }
+        for (tableName, recordIDs) in byTable.sorted(by: { $0.key < $1.key }) {
+            try digests?.invalidate(tableName: tableName, recordIDs: recordIDs, on: connection)
+        }
+        var pending: [String: [SQLiteValue]] = [:]
+        for record in records where !protected.contains(tableName: record.tableName, recordID: record.recordID) {
+            pending[record.tableID, default: []].append(contentsOf: record.values)
+        }
+        for (tableID, values) in pending.sorted(by: { $0.key < $1.key }) {
+            let table = try table(tableID)
+            try upsert(values, width: table.columns.count, limit: Self.upsertBatchLimit(table)) { rows in
+                Self.upsertSQL(table, rows: rows)
+            }
+        }
+        var versions: [SQLiteValue] = []
+        var edges: [SQLiteValue] = []
+        versions.reserveCapacity(records.count * 4)
+        edges.reserveCapacity(records.count * 5)
+        for record in records {
+            let (tableName, recordID) = (SQLiteValue.text(record.tableName), SQLiteValue.text(record.recordID))
+            versions += [tableName, recordID, .text(record.serverVersion), .text(record.versionChecksum)]
+            edges += [.text(scope), tableName, recordID, .text(record.edgeDigest), .integer(generation)]
+        }
+        try upsert(versions, width: 4, limit: 64, sql: Self.versionUpsertSQL)
+        try upsert(edges, width: 5, limit: 64, sql: Self.edgeUpsertSQL)
+    }
+
+    /// The row-version upsert of `rows` rows.
+    private static func versionUpsertSQL(rows: Int) -> String {
+        """
+        INSERT INTO _synchro_row_versions (table_name, record_id, server_version, row_checksum)
+        VALUES \(Array(repeating: "(?, ?, ?, ?)", count: max(1, rows)).joined(separator: ", "))
+        ON CONFLICT (table_name, record_id)
+        DO UPDATE SET server_version = excluded.server_version, row_checksum = excluded.row_checksum
+        """
+    }
+
+    /// The edge upsert of `rows` rows.
+    private static func edgeUpsertSQL(rows: Int) -> String {
+        """
+        INSERT INTO _synchro_scope_rows (scope_id, table_name, record_id, checksum, generation)
+        VALUES \(Array(repeating: "(?, ?, ?, ?, ?)", count: max(1, rows)).joined(separator: ", "))
+        ON CONFLICT (scope_id, table_name, record_id)
+        DO UPDATE SET checksum = excluded.checksum, generation = excluded.generation
+        """
+    }
+
+    /// Runs the multi-row statement `sql(rows)` over `values` (`width` values per row, row after row), in
+    /// statements of a power of two rows each, at most `limit` (so that few distinct statements are cached).
+    private func upsert(
+        _ values: [SQLiteValue], width: Int, limit: Int, sql: (_ rows: Int) -> String
+    ) throws {
         guard width > 0 else { return }
         var start = 0
         while start < values.count {
-            var rows = Self.upsertBatchLimit(table)
+            var rows = limit
             while rows * width > values.count - start { rows /= 2 }
-            let sql = rows == 1 ? upserts[table.tableID] ?? Self.upsertSQL(table) : Self.upsertSQL(table, rows: rows)
-            try connection.cachedStatement(sql).run(Array(values[start..<(start + rows * width)]))
+            try connection.cachedStatement(sql(rows)).run(Array(values[start..<(start + rows * width)]))
             start += rows * width
         }
     }
@@ -315,10 +369,12 @@ struct LocalRows {
     }
 
     /// ``scopeDigest(scope:)`` computed while SQLite reads the edges in row-identity order, so that one row is
-    /// held at a time instead of the scope (`spec/integrity.md` §4.6: streaming SHA-256 in identity order). Nil
-    /// whenever that might not equal the complete computation — an edge without its row or version, a value that
-    /// cannot be digested, an unknown table, an identity out of order or repeated — and the caller then runs
-    /// ``audit(scope:detailed:)``, which decides.
+    /// held at a time instead of the scope (`spec/integrity.md` §4.6: streaming SHA-256 in identity order). One
+    /// query per table joins each edge with its row and its row version, and each unprotected row is digested
+    /// straight from its stored values (``StoredRowDigester``). Nil whenever that might not equal the complete
+    /// computation — an edge without its row or version, a record ID that is not its key's canonical text, a
+    /// value that path does not vouch for, an unknown table, an identity out of order or repeated — and the
+    /// caller then runs ``audit(scope:detailed:)``, which decides.
     private func streamedScopeDigest(scope: String) throws -> Checksum? {
         guard let cardinality = try connection.cachedStatement(
             "SELECT count(*) FROM _synchro_scope_rows WHERE scope_id = ?"
@@ -326,35 +382,35 @@ struct LocalRows {
             var accumulator = try? ScopeDigestAccumulator(
                 schemaHash: manifest.schemaHashOctets, scopeID: scope, cardinality: UInt64(cardinality))
         else { return nil }
-        var digester = RowDigester(manifest: manifest)
+        var digester = StoredRowDigester(manifest: manifest)
         // Identities of two tables first differ in text(table_id): its length, then its octets.
         let ordered = tables.values.sorted { first, second in
             let (a, b) = (first.tableID.utf8, second.tableID.utf8)
             return a.count != b.count ? a.count < b.count : a.lexicographicallyPrecedes(b)
         }
         for table in ordered {
-            guard let key = table.primaryKeyColumn, let order = Self.identityOrder(key.logicalType) else { return nil }
-            let columns = table.columns.map { SQLiteIdentifier.quote($0.name) }.joined(separator: ", ")
-            let select = try connection.cachedStatement(
-                "SELECT \(columns) FROM \(SQLiteIdentifier.quote(table.tableName)) "
-                    + "WHERE \(SQLiteIdentifier.quote(key.name)) = ?")
+            guard let key = table.primaryKeyColumn, let order = Self.identityOrder(key.logicalType),
+                let layout = storedLayout(table, digester)
+            else { return nil }
             // The table's protected rows at once (a handful: local intents), not one query per edge.
             guard let protected = try? Set(connection.query(
                 Self.protectedRecordIDsSQL, [.text(table.tableName), .text(table.tableName)]
             ) { try $0.text(at: 0) })
             else { return nil }
-            let edges = try connection.prepare("""
-                SELECT record_id, checksum FROM _synchro_scope_rows WHERE scope_id = ? AND table_name = ?
-                ORDER BY \(order)
-                """)
-            try edges.bind([.text(scope), .text(table.tableName)])
-            defer { edges.reset() }
-            while try edges.step() {
-                let recordID = try edges.text(at: 0)
-                guard let entry = try streamedEntry(
-                    table: table, key: key, select: select, recordID: recordID, edgeHex: try edges.text(at: 1),
-                    isProtected: protected.contains(recordID), digester: &digester)
-                else { return nil }
+            let statement = try connection.cachedStatement(Self.streamedEdgesSQL(table, key: key, order: order))
+            try statement.bind([.text(scope), .text(table.tableName)])
+            defer { statement.reset() }
+            while try statement.step() {
+                let entry: (identity: RowIdentity, digest: [UInt8])?
+                let recordID = try statement.text(at: 0)
+                if protected.contains(recordID) {
+                    let primaryKey = Self.keyJSON(recordID: recordID, type: key.logicalType)
+                    let identity = try RowIdentity(manifest: manifest, tableID: table.tableID, primaryKey: primaryKey)
+                    entry = (identity, Hex.decode(try statement.text(at: 1)) ?? [])
+                } else {
+                    entry = Self.storedEntry(statement, layout: layout, digester: &digester)
+                }
+                guard let entry else { return nil }
                 do {
                     try accumulator.add(identity: entry.identity, rowDigest: entry.digest)
                 } catch {
@@ -366,31 +422,56 @@ struct LocalRows {
         return try Checksum(digest: digest)
     }
 
-    /// What one edge contributes to the scope digest, as ``audit(scope:detailed:)`` computes it; nil when the
-    /// edge cannot contribute (its row or version is missing, or a stored value cannot be digested).
-    private func streamedEntry(
-        table: LocalSchemaTable, key: LocalSchemaColumn, select: Statement, recordID: String, edgeHex: String,
-        isProtected: Bool, digester: inout RowDigester
-    ) throws -> (identity: RowIdentity, digest: [UInt8])? {
-        let primaryKey = Self.keyJSON(recordID: recordID, type: key.logicalType)
-        if isProtected {
-            let identity = try RowIdentity(manifest: manifest, tableID: table.tableID, primaryKey: primaryKey)
-            return (identity, Hex.decode(edgeHex) ?? [])
+    /// The edges of one scope (`?1`) and table (`?2`) in row-identity order, each with whether its row matches
+    /// it exactly (column 2: 1 when the row exists under the canonical text of its key), the row version's
+    /// server version (column 3) and the row's columns in declaration order (from column 4).
+    private static func streamedEdgesSQL(_ table: LocalSchemaTable, key: LocalSchemaColumn, order: String) -> String {
+        let columns = table.columns.map { "t." + SQLiteIdentifier.quote($0.name) }.joined(separator: ", ")
+        let keyColumn = "t." + SQLiteIdentifier.quote(key.name)
+        let match: String
+        switch key.logicalType {
+        case .int, .int64:
+            match = "\(keyColumn) = CAST(e.record_id AS INTEGER) AND CAST(\(keyColumn) AS TEXT) = e.record_id"
+        default:
+            match = "\(keyColumn) = e.record_id"
         }
-        guard let stored = try select.rows([Self.keyValue(recordID: recordID, type: key.logicalType)]).first,
-            let version = try connection.cachedStatement(
-                "SELECT server_version, row_checksum FROM _synchro_row_versions WHERE table_name = ? AND record_id = ?"
-            ).rows([.text(table.tableName), .text(recordID)]).first?[0].textValue
+        // The edges are ordered first and materialized, so that SQLite sorts the narrow edges, not the joined rows,
+        // and the nested loops keep their order (the accumulator refuses any other). `LIMIT -1` keeps the ORDER BY:
+        // without a limit, SQLite 3.40+ may drop the ORDER BY of a subquery.
+        return """
+            WITH e AS MATERIALIZED (
+                SELECT record_id, checksum FROM _synchro_scope_rows WHERE scope_id = ?1 AND table_name = ?2
+                ORDER BY \(order) LIMIT -1)
+            SELECT e.record_id, e.checksum, \(keyColumn) IS NOT NULL, v.server_version, \(columns)
+            FROM e
+            LEFT JOIN \(SQLiteIdentifier.quote(table.tableName)) AS t ON \(match)
+            LEFT JOIN _synchro_row_versions AS v ON v.table_name = ?2 AND v.record_id = e.record_id
+            """
+    }
+
+    /// The layout for digesting `table`'s rows straight from their stored values; nil when the local columns are
+    /// not exactly the manifest's fields with the manifest's types.
+    private func storedLayout(_ table: LocalSchemaTable, _ digester: StoredRowDigester) -> StoredRowLayout? {
+        guard let manifestTable = manifest.table(id: table.tableID),
+            table.columns.allSatisfy({ column in
+                manifestTable.fields.contains { $0.fieldID == column.fieldID && $0.type == column.logicalType }
+            })
         else { return nil }
-        var members: [JSONMember] = []
-        members.reserveCapacity(table.columns.count)
-        for (column, value) in zip(table.columns, stored) {
-            members.append(JSONMember(column.fieldID, Self.wireValue(value, type: column.logicalType) ?? .null))
+        return try? digester.layout(tableID: table.tableID, columnFieldIDs: table.columns.map(\.fieldID))
+    }
+
+    /// The identity and digest of the unprotected row on the current row of a ``streamedEdgesSQL(_:key:order:)``
+    /// statement, digested from its stored values with its server version; nil when the row or its version is
+    /// missing or a value is not in a form ``StoredRowDigester`` vouches for.
+    private static func storedEntry(
+        _ statement: Statement, layout: StoredRowLayout, digester: inout StoredRowDigester
+    ) -> (identity: RowIdentity, digest: [UInt8])? {
+        guard statement.int64(at: 2) == 1, statement.storageClass(at: 3) == .text else { return nil }
+        return statement.withTextBytes(at: 3) { serverVersion in
+            digester.digest(layout, serverVersion: serverVersion) { column, value in
+                statement.store(column: 4 + column, into: &value)
+            }
         }
-        guard let computed = try? digester.digest(
-            tableID: table.tableID, primaryKey: primaryKey, row: .object(JSONObject(members)), serverVersion: version)
-        else { return nil }
-        return (computed.identity, computed.digest)
     }
 
     /// `ORDER BY` of `record_id` that lists a table's keys of `type` in row-identity octet order (§4.3): integers

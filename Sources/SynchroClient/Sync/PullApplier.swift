@@ -9,6 +9,8 @@ public struct PullPageOutcome: Sendable, Equatable {
     public let verifiedScopes: [String]
     /// Scopes that are rebuild-required after this page (listed in `rebuild`, mismatching, or without cursor).
     public let rebuildRequired: [String]
+    /// Changes the page carried.
+    public let rows: Int
 }
 
 /// Pulls incremental pages (`spec/wire-protocol.md` §5.8, `spec/client-store.md` §9): the whole body is
@@ -138,7 +140,8 @@ public struct PullApplier: Sendable {
             try MetaStore.set(.scopeSetVersion, String(page.scopeSetVersion), on: connection)
             try BackoffStore.clear(.pulling, workIdentity: try CanonicalJSON.string(request.json), on: connection)
             let required = try ScopeStore.all(on: connection).filter { $0.cursor == nil }.map(\.scopeID)
-            return PullPageOutcome(hasMore: page.hasMore, verifiedScopes: verified, rebuildRequired: required)
+            return PullPageOutcome(
+                hasMore: page.hasMore, verifiedScopes: verified, rebuildRequired: required, rows: page.changes.count)
         }
     }
 }

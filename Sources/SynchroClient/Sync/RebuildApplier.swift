@@ -19,6 +19,13 @@ public struct RebuildAttempt: Sendable, Equatable {
     public let cursor: String?
     /// The page limit fixed for the attempt.
     public let pageLimit: Int64
+
+    /// The attempt once a page that continues at `cursor` committed.
+    func advanced(to cursor: String) -> RebuildAttempt {
+        RebuildAttempt(
+            scopeID: scopeID, rebuildID: rebuildID, clientGeneration: clientGeneration, schemaVersion: schemaVersion,
+            schemaHash: schemaHash, generation: generation, cursor: cursor, pageLimit: pageLimit)
+    }
 }
 
 /// Rebuilds one scope page by page (`spec/wire-protocol.md` §6.4, `spec/client-store.md` §9): a durable
@@ -108,11 +115,90 @@ public struct RebuildApplier: Sendable {
     /// Throws ``SyncError/rebuildChecksumMismatch(scope:)`` after discarding the attempt when finality fails.
     @discardableResult
     public func runPage(scope: String) throws(SyncError) -> Bool {
+        try runPage(scope: scope, ahead: nil).isFinal
+    }
+
+    /// A page received and verified, with the schema it was verified against.
+    struct ReceivedPage: Sendable {
+        let page: RebuildPage
+        /// The page's records in the forms the store keeps.
+        let records: [LocalRows.StoredRecord]
+        let bytes: [UInt8]
+        let schema: SchemaReference
+    }
+
+    /// ``runPage(scope:)`` that takes the reply from `ahead` when the next request was sent ahead, and sends the
+    /// request after an intermediate page ahead before applying it. Returns whether the page was final and how
+    /// many records it carried.
+    func runPage(
+        scope: String, ahead: RequestAhead<ReceivedPage>?
+    ) throws(SyncError) -> (isFinal: Bool, rows: Int) {
         guard let attempt = try attempt(scope: scope) else { throw .invalidState(reason: "no rebuild attempt") }
-        let body = try SyncExchange.mapping { try CanonicalJSON.encode(try request(for: attempt).json) }
-        let (json, bytes) = try SyncExchange.post(context.transport, path: "/sync/rebuild", body: body)
+        let body = try Self.body(for: attempt, clientID: context.clientID)
+        let manifest = try store.readSyncState { connection in try store.activeManifest(on: connection) }
+        let received: ReceivedPage
+        if let early = ahead?.take(body) {
+            received = try early.get()
+        } else {
+            received = try Self.receive(body, scope: scope, manifest: manifest, transport: context.transport)
+        }
         SyncCrashPoint.rebuildReceived.reached()
-        return try apply(json: json, responseBytes: bytes, requestBytes: body, attempt: attempt)
+        if let ahead, let next = received.page.cursor {
+            // The request this page leads to, exactly as the stored attempt will make it once the page commits.
+            let nextBody = try Self.body(for: attempt.advanced(to: next), clientID: context.clientID)
+            let transport = context.transport
+            ahead.send(nextBody) { () throws(SyncError) in
+                try Self.receive(nextBody, scope: scope, manifest: manifest, transport: transport)
+            }
+        }
+        let page: ReceivedPage
+        if received.schema == manifest.reference {
+            page = received
+        } else {
+            page = try Self.verify(received.bytes, scope: scope, manifest: manifest)
+        }
+        let isFinal = try apply(
+            page: page.page, records: page.records, manifest: manifest, responseBytes: received.bytes,
+            requestBytes: body, attempt: attempt)
+        return (isFinal, page.records.count)
+    }
+
+    private var store: ClientStore { context.store }
+
+    /// The exact request body of `attempt`.
+    private static func body(for attempt: RebuildAttempt, clientID: String) throws(SyncError) -> [UInt8] {
+        try SyncExchange.mapping { try CanonicalJSON.encode(try request(for: attempt, clientID: clientID).json) }
+    }
+
+    /// Sends `body` and verifies the page against `manifest`.
+    private static func receive(
+        _ body: [UInt8], scope: String, manifest: ClientManifest, transport: any SyncTransport
+    ) throws(SyncError) -> ReceivedPage {
+        let (json, bytes) = try SyncExchange.post(transport, path: "/sync/rebuild", body: body)
+        return try verify(json: json, bytes: bytes, scope: scope, manifest: manifest)
+    }
+
+    /// Verifies a received page against `manifest` and prepares its records for storage.
+    private static func verify(
+        json: JSONValue, bytes: [UInt8], scope: String, manifest: ClientManifest
+    ) throws(SyncError) -> ReceivedPage {
+        let page = try RebuildPage(json: json, scope: scope, manifest: manifest.manifest)
+        let records = try SyncExchange.mapping { try LocalRows.storedRecords(page.records, manifest: manifest) }
+        return ReceivedPage(page: page, records: records, bytes: bytes, schema: manifest.reference)
+    }
+
+    private static func verify(
+        _ bytes: [UInt8], scope: String, manifest: ClientManifest
+    ) throws(SyncError) -> ReceivedPage {
+        try verify(json: try parse(bytes), bytes: bytes, scope: scope, manifest: manifest)
+    }
+
+    private static func parse(_ bytes: [UInt8]) throws(SyncError) -> JSONValue {
+        do {
+            return try StrictJSONParser().parse(bytes)
+        } catch {
+            throw .contract(rule: "malformed_json", member: "")
+        }
     }
 
     /// Applies a 200 body received for `requestBody`, the exact request `attempt` made (a replayed or
@@ -124,13 +210,8 @@ public struct RebuildApplier: Sendable {
     ) throws(SyncError) -> Bool {
         let expected = try SyncExchange.mapping { try CanonicalJSON.encode(try request(for: attempt).json) }
         guard expected == requestBody else { throw .invalidState(reason: "the request is not the attempt's") }
-        let json: JSONValue
-        do {
-            json = try StrictJSONParser().parse(responseBody)
-        } catch {
-            throw .contract(rule: "malformed_json", member: "")
-        }
-        return try apply(json: json, responseBytes: responseBody, requestBytes: requestBody, attempt: attempt)
+        return try apply(
+            json: try Self.parse(responseBody), responseBytes: responseBody, requestBytes: requestBody, attempt: attempt)
     }
 
     /// Starts or resumes the attempt of `scope` and runs pages until the final one verifies.
@@ -143,13 +224,22 @@ public struct RebuildApplier: Sendable {
     func apply(
         json: JSONValue, responseBytes: [UInt8], requestBytes: [UInt8], attempt: RebuildAttempt
     ) throws(SyncError) -> Bool {
-        let scope = attempt.scopeID
-        let store = context.store
         let manifest = try store.readSyncState { connection in try store.activeManifest(on: connection) }
+        let received = try Self.verify(json: json, bytes: responseBytes, scope: attempt.scopeID, manifest: manifest)
+        return try apply(
+            page: received.page, records: received.records, manifest: manifest, responseBytes: responseBytes,
+            requestBytes: requestBytes, attempt: attempt)
+    }
+
+    /// Applies one page verified against `manifest` (the active one), received for `attempt`'s current request.
+    private func apply(
+        page: RebuildPage, records: [LocalRows.StoredRecord], manifest: ClientManifest, responseBytes: [UInt8],
+        requestBytes: [UInt8], attempt: RebuildAttempt
+    ) throws(SyncError) -> Bool {
+        let scope = attempt.scopeID
         guard manifest.reference.version == attempt.schemaVersion, manifest.reference.hash == attempt.schemaHash else {
             throw .invalidState(reason: "the attempt targets another schema")
         }
-        let page = try RebuildPage(json: json, scope: scope, manifest: manifest.manifest)
         let requestJSON = String(decoding: requestBytes, as: UTF8.self)
         let responseJSON = String(decoding: responseBytes, as: UTF8.self)
         let outcome = try context.store.applySyncKeepingScopeDigests { connection -> PageOutcome in
@@ -175,12 +265,7 @@ public struct RebuildApplier: Sendable {
             }
             let rows = LocalRows(connection: connection, manifest: manifest)
             let protected = try rows.protectedRows(of: page.records)
-            let written = try rows.write(page.records, protected: protected)
-            for (record, (tableName, recordID)) in zip(page.records, written) {
-                try rows.upsertEdge(
-                    scope: scope, tableName: tableName, recordID: recordID, digest: record.digest,
-                    generation: attempt.generation)
-            }
+            try rows.writeRebuildPage(records, scope: scope, generation: attempt.generation, protected: protected)
             let finalChecksum = try page.checksum.map { try CanonicalJSON.string($0.json) }
             try connection.run("""
                 INSERT INTO _synchro_rebuild_page_receipts (scope_id, rebuild_id, request_cursor_is_null,

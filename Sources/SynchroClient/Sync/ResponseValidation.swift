@@ -202,7 +202,7 @@ func keyValue(_ pk: JSONValue, tableID: String, manifest: SchemaManifest, member
 }
 
 /// One row-bearing record or change whose digest has been recomputed and matched.
-struct VerifiedRow {
+struct VerifiedRow: Sendable {
     let tableID: String
     let primaryKey: JSONValue
     let row: JSONValue
@@ -238,7 +238,7 @@ struct VerifiedRow {
 // MARK: - Rebuild
 
 /// A validated rebuild 200 body (`spec/wire-protocol.md` §6.2).
-struct RebuildPage {
+struct RebuildPage: Sendable {
     let records: [VerifiedRow]
     let cursor: String?
     let finalScopeCursor: String?

@@ -97,6 +97,25 @@ final class ScopeDigestMemo: Sendable {
             }
         }
 
+        /// ``invalidate(tableName:recordID:on:)`` for many rows of one table, 64 record IDs per query.
+        func invalidate(tableName: String, recordIDs: [String], on connection: Connection) throws {
+            var start = 0
+            while start < recordIDs.count, state.withLock({ !$0.isEmpty }) {
+                let batch = recordIDs[start..<min(start + 64, recordIDs.count)]
+                let placeholders = Array(repeating: "?", count: batch.count).joined(separator: ", ")
+                let scopes = try connection.cachedStatement("""
+                    SELECT DISTINCT scope_id FROM _synchro_scope_rows
+                    WHERE table_name = ? AND record_id IN (\(placeholders))
+                    """).rows([.text(tableName)] + batch.map(SQLiteValue.text))
+                state.withLock { entries in
+                    for scope in scopes {
+                        if let scope = scope.first?.textValue { entries.removeValue(forKey: scope) }
+                    }
+                }
+                start += batch.count
+            }
+        }
+
         /// Whether `connection` is the transaction's.
         func covers(_ connection: Connection) -> Bool {
             ObjectIdentifier(connection) == self.connection
