@@ -54,8 +54,9 @@ private struct ClientSyncBenchmark {
                 name: "client.sync.initial, best run", value: rows / initial.wall.best.seconds, unit: "rows/s",
                 baseline: baseline),
             BenchmarkFigure(
-                name: "client.sync.initial client-thread CPU", value: rows / initial.clientCPU.median.seconds,
-                unit: perCPU + " (engine, JSON, SQLite, libcurl)"),
+                name: "client.sync.initial engine-thread CPU", value: rows / initial.clientCPU.median.seconds,
+                unit: perCPU + " (the cycle's thread: page transactions, finality; rebuild pages are received, "
+                    + "parsed and verified on a second thread)"),
             BenchmarkFigure(
                 name: "client.sync.initial process CPU", value: rows / initial.processCPU.median.seconds,
                 unit: perCPU + " (client + in-process server)"),

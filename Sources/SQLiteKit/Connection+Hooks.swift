@@ -16,6 +16,14 @@ final class CommitHookBox {
     }
 }
 
+final class WALHookBox {
+    let hook: (Int) -> Void
+
+    init(_ hook: @escaping (Int) -> Void) {
+        self.hook = hook
+    }
+}
+
 final class RollbackHookBox {
     let hook: () -> Void
 
@@ -62,5 +70,26 @@ extension Connection {
             Unmanaged<RollbackHookBox>.fromOpaque(context).takeUnretainedValue().hook()
         }, Unmanaged.passUnretained(box).toOpaque())
         rollbackHookBox = box
+    }
+
+    /// Installs `hook`, called after each commit in WAL mode with the number of frames now in the log (nil
+    /// removes it). It replaces the automatic checkpoint (`PRAGMA wal_autocheckpoint`), which is SQLite's own WAL
+    /// hook: with a hook installed the connection no longer checkpoints by itself. The hook must not use the
+    /// connection.
+    public func setWALHook(_ hook: ((Int) -> Void)?) throws(SQLiteError) {
+        let database = try openHandle()
+        guard let hook else {
+            sqlite3_wal_hook(database, nil, nil)
+            walHookBox = nil
+            return
+        }
+        let box = WALHookBox(hook)
+        sqlite3_wal_hook(database, { context, _, _, frames in
+            if let context {
+                Unmanaged<WALHookBox>.fromOpaque(context).takeUnretainedValue().hook(Int(frames))
+            }
+            return SQLITE_OK
+        }, Unmanaged.passUnretained(box).toOpaque())
+        walHookBox = box
     }
 }

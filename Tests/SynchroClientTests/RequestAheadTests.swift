@@ -1,3 +1,4 @@
+import SQLiteKit
 import Synchronization
 import Testing
 import _SeedkitTestSupport
@@ -62,5 +63,35 @@ extension SyncCycleTests {
         }
         #expect(summary.rebuildRequests == pages + 1, "one request per page, plus the one that failed")
         #expect(try fixture.scopes().allSatisfy { $0.cursor != nil && $0.checksum != nil })
+    }
+}
+
+extension SyncCycleTests {
+    @Test("a rebuild checkpoints beside the engine, then gives back the engine's own checkpoint and page cache")
+    func checkpointsBesideRebuild() throws {
+        let store = fixture.store
+        try store.withEngine { (connection) throws(ClientStoreError) in
+            do throws(SQLiteError) {
+                try connection.execute("PRAGMA wal_autocheckpoint = 5")
+                try connection.execute("PRAGMA cache_size = -1234")
+            } catch {
+                throw .sqlite(error)
+            }
+        }
+        let summary = try runCycle()
+        #expect(summary.rebuildRequests >= 3)
+        store.checkpointer.drain()
+        #expect(store.checkpointer.completed >= 1, "pages of more than 5 frames each were checkpointed beside")
+        let settings = try store.withEngine { (connection) throws(ClientStoreError) -> [Int64] in
+            do throws(SQLiteError) {
+                return [
+                    try connection.scalar("PRAGMA wal_autocheckpoint")?.integerValue ?? -1,
+                    try connection.scalar("PRAGMA cache_size")?.integerValue ?? 0,
+                ]
+            } catch {
+                throw .sqlite(error)
+            }
+        }
+        #expect(settings == [5, -1234])
     }
 }

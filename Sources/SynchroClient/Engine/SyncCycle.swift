@@ -390,6 +390,11 @@ private final class CycleRun {
         // The next page is requested while this one is applied; nothing is in flight once the rebuild returns.
         let ahead = RequestAhead<RebuildApplier.ReceivedPage>(isCancelled: cycle.isCancelled)
         defer { ahead.drain() }
+        // Pages commit without checkpointing; checkpoints run beside the engine (WALCheckpointer).
+        let bulk = try mapping(.rebuild) { () throws(SyncError) in
+            try SyncExchange.mapping { try context.store.beginBulkApply() }
+        }
+        defer { context.store.endBulkApply(bulk) }
         for scope in scopes {
             var restarts = 0
             events(.rebuildRequested(scope: scope))

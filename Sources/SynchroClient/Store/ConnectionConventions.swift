@@ -5,21 +5,12 @@ enum ConnectionConventions {
     /// Busy timeout of every connection.
     static let busyTimeoutMilliseconds = 5_000
 
-    /// Page cache of the engine connection, KiB: a rebuild or pull page's transaction (rows, row versions, edges,
-    /// their indexes and the page receipt) stays in memory until it commits instead of spilling pages to the WAL
-    /// and reading them back. SQLite allocates it only as pages are used.
-    static let engineCacheKiB = 65_536
-
-    /// Opens the engine connection: WAL, foreign keys on, 5 s busy timeout, a page cache of
-    /// ``engineCacheKiB``, and statement journals in memory (a multi-row upsert keeps the pages it changes until
-    /// it completes; on a file that is a temporary file written and read for every page of every statement).
+    /// Opens the engine connection: WAL, foreign keys on, 5 s busy timeout.
     static func openEngine(path: String) throws(SQLiteError) -> Connection {
         let connection = try Connection(path: path, mode: .readWriteCreate)
         try connection.setBusyTimeout(milliseconds: busyTimeoutMilliseconds)
         try connection.setForeignKeys(true)
         try connection.setJournalMode(.wal)
-        try connection.execute("PRAGMA cache_size = -\(engineCacheKiB)")
-        try connection.execute("PRAGMA temp_store = MEMORY")
         return connection
     }
 
