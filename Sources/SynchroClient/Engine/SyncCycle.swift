@@ -415,6 +415,7 @@ private final class CycleRun {
                     try newAttempt(scope: scope, applier: applier)
                     continue
                 }
+                context.store.boundLog(bulk)
                 summary.rowsApplied += rows
                 events(.pageApplied(phase: .rebuild, scope: scope, rows: rows))
                 try enter(.rebuilding)

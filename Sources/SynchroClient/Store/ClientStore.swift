@@ -103,12 +103,16 @@ public final class ClientStore: Sendable {
             let pages = try connection.scalar("PRAGMA wal_autocheckpoint")?.integerValue ?? 1000
             let cache = try connection.scalar("PRAGMA cache_size")?.integerValue ?? -2000
             let threshold = Int(max(1, pages))
-            try connection.setWALHook { frames in
-                if frames >= threshold { checkpointer.schedule() }
-            }
+            try connection.setWALHook { frames in checkpointer.committed(frames: frames, threshold: threshold) }
             try connection.execute("PRAGMA cache_size = -\(Self.bulkCacheKiB)")
             return BulkApply(autoCheckpointPages: pages, cacheSize: cache)
         }
+    }
+
+    /// Between two page transactions of a bulk apply: keeps the log within 8 times the checkpoint threshold by
+    /// waiting for the checkpoint beside the engine when it is longer (``WALCheckpointer/bound(atFrames:)``).
+    func boundLog(_ bulk: BulkApply) {
+        checkpointer.bound(atFrames: 8 * Int(max(1, bulk.autoCheckpointPages)))
     }
 
     /// Ends a bulk apply: the engine checkpoints automatically again, with its previous page cache.

@@ -19,14 +19,33 @@ final class WALCheckpointer: Sendable {
     private let flags = Mutex((scheduled: false, closed: false))
     /// The checkpointer's own connection, opened on first use; touched only on `queue`.
     private let connection = Mutex<Connection?>(nil)
-    /// Checkpoints run so far.
+    /// Checkpoints that copied frames so far.
     private let runs = Mutex(0)
+    /// Frames in the log after the engine's last commit, as its WAL hook reported them.
+    private let frames = Mutex(0)
 
-    /// Checkpoints run so far (after ``drain()``, every one scheduled before it).
+    /// Checkpoints that copied frames into the database so far (after ``drain()``, every one scheduled before it).
     var completed: Int { runs.withLock { $0 } }
 
     init(path: String) {
         self.path = path
+    }
+
+    /// Notes the log's length after a commit and schedules a checkpoint once it reaches `threshold` frames.
+    func committed(frames count: Int, threshold: Int) {
+        frames.withLock { $0 = count }
+        if count >= threshold { schedule() }
+    }
+
+    /// Waits for the checkpoints in progress when the log has grown to `limit` frames or more. A checkpoint beside
+    /// a writer that commits without pause copies the log but never lets it restart (the writer is always ahead
+    /// of it), so the log would grow with everything written; after this wait the next write transaction finds it
+    /// checkpointed and starts it over.
+    func bound(atFrames limit: Int) {
+        guard frames.withLock({ $0 }) >= limit else { return }
+        schedule()
+        drain()
+        frames.withLock { $0 = 0 }
     }
 
     /// Schedules one checkpoint unless one is already waiting to run.
@@ -47,10 +66,14 @@ final class WALCheckpointer: Sendable {
                     if connection == nil {
                         let opened = try Connection(path: path, mode: .readWrite)
                         try opened.setBusyTimeout(milliseconds: 0)
+                        // Reading the journal mode opens the database: until then the connection does not know
+                        // it is in WAL mode and a checkpoint does nothing.
+                        _ = try opened.scalar("PRAGMA journal_mode")
                         connection = opened
                     }
-                    _ = try connection?.checkpoint(.passive)
-                    runs.withLock { $0 += 1 }
+                    if let (_, copied) = try connection?.checkpoint(.passive), copied > 0 {
+                        runs.withLock { $0 += 1 }
+                    }
                 } catch {
                     // A checkpoint that cannot run now is left to the next one, or to the engine's own.
                 }
