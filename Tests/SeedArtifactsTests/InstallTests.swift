@@ -162,7 +162,8 @@ struct InstallTests {
         }
         #expect(try proven("products"))
         #expect(try proven("_synchro_row_versions"))
-        #expect(try !proven("_synchro_scope_rows"), "v13 rebuilds the scope tables")
+        #expect(try proven("_synchro_scope_rows"), "v13 keeps a seed's edge table, which already has its shape")
+        #expect(try !proven("_synchro_scopes"), "v13 rebuilds the scope table")
         #expect(try !proven("no_such_table"))
 
         try VerifyFixtures.modify(
