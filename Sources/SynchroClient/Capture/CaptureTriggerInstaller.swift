@@ -4,8 +4,8 @@ import SQLiteKit
 enum CaptureTriggerInstaller {
     /// Drops and recreates the three triggers of each table — except a table whose triggers already are exactly
     /// those three with the text they would be created with, where that would write the same schema rows again. A
-    /// seed's migration installs the same triggers in v9, v14, v16, v17 and both v18 steps; parsing them five more
-    /// times was about a third of its in-memory migration.
+    /// seed's migration installs the same triggers in v9, v14, v16, v17 and both v18 steps; parsing and writing them
+    /// five more times was most of its in-memory migration once v13 kept the edges (`docs/decisions.md`).
     static func install(_ tables: [LocalSchemaTable], on connection: Connection) throws(SQLiteError) {
         for table in tables {
             let statements = CaptureTriggerSQL(table: table).statements()
