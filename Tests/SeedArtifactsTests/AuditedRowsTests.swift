@@ -53,6 +53,60 @@ struct AuditedRowsTests {
         #expect(try accumulator.finalize() == complete.digest)
     }
 
+    @Test("rows sorted by suffix and fed split into prefix and suffix give the scope digest of whole identities")
+    func suffixOrderAndSplitFeedGiveTheScopeDigest() throws {
+        let manifest = try Self.threeKeyTypesManifest()
+        let keys: [String: [String]] = [
+            "tbl_int": ["255", "0", "-1", "2147483647", "256", "-2147483648", "1"],
+            "tb_long": [#""42""#, #""-9223372036854775808""#, #""0""#, #""9223372036854775807""#],
+            "tbl_text": [#""zz""#, #""a""#, #""""#, #""grün""#, #""ab""#, #""b""#],
+        ]
+        var tables: [(rows: AuditedRows, identities: [RowIdentity], digests: [[UInt8]])] = []
+        for table in manifest.localSchema {
+            let key = try #require(table.primaryKeyColumn)
+            let rows = AuditedRows(table: table, key: key)
+            var identities: [RowIdentity] = []
+            var digests: [[UInt8]] = []
+            for (position, text) in try #require(keys[table.tableID]).enumerated() {
+                let identity = try RowIdentity(
+                    manifest: manifest.manifest, tableID: table.tableID, primaryKey: try StrictJSONParser().parse(text))
+                let digest = (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ position &+ tables.count) }
+                rows.append(rowid: Int64(position + 1), identity: identity, digest: digest)
+                identities.append(identity)
+                digests.append(digest)
+            }
+            #expect(rows.allIdentitiesSharePrefix)
+            var positions = (0..<UInt32(identities.count)).reversed().map { $0 }
+            rows.sortByIdentity(&positions)
+            #expect(positions.map { identities[Int($0)] } == identities.sorted(), "\(table.tableID)")
+            tables.append((rows, identities, digests))
+        }
+        // Tables in the order of their identity prefixes (tb_long, tbl_int, tbl_text), each in suffix order.
+        let ordered = tables.flatMap { table in
+            table.identities.indices.map { (table.rows, $0, table.identities[$0], table.digests[$0]) }
+                .sorted { $0.2 < $1.2 }
+        }.sorted { $0.2 < $1.2 }
+        var accumulator = try ScopeDigestAccumulator(
+            schemaHash: manifest.manifest.schemaHashOctets, scopeID: "s", cardinality: UInt64(ordered.count))
+        for (rows, position, _, _) in ordered {
+            #expect(rows.feed(position, into: &accumulator))
+        }
+        let complete = try ScopeDigest.compute(
+            schemaHash: manifest.manifest.schemaHashOctets, scopeID: "s", entries: ordered.map { ($0.2, $0.3) })
+        #expect(try accumulator.finalize() == complete.digest)
+
+        // Split identities are ordered as whole ones: a repeated or an earlier row is refused.
+        let (rows, _, _, _) = ordered[1]
+        var repeated = try ScopeDigestAccumulator(
+            schemaHash: manifest.manifest.schemaHashOctets, scopeID: "s", cardinality: 3)
+        #expect(rows.feed(ordered[1].1, into: &repeated))
+        #expect(!rows.feed(ordered[1].1, into: &repeated))
+        var backwards = try ScopeDigestAccumulator(
+            schemaHash: manifest.manifest.schemaHashOctets, scopeID: "s", cardinality: 3)
+        #expect(ordered[2].0.feed(ordered[2].1, into: &backwards))
+        #expect(!ordered[0].0.feed(ordered[0].1, into: &backwards))
+    }
+
     /// Three tables keyed by `int`, `int64` and `string`; `tb_long` is the shortest table ID, so its identities sort
     /// first.
     static func threeKeyTypesManifest() throws -> ClientManifest {

@@ -139,8 +139,9 @@ struct InstalledSeedValidator {
     /// Whether every synced table, `_synchro_row_versions`, `_synchro_scope_rows` and `_synchro_scopes` of the copy
     /// equal the seed's: the same rowids holding the same values of the same storage classes. A table the migration
     /// did not touch is proven equal by its pages (``SeedPageIdentity``); any other is read side by side with the
-    /// attached seed's, both in rowid order. The migration leaves these rows in place (v13 copies the scope tables
-    /// in rowid order), so equal files compare equal; any other difference only costs the copy its own audit.
+    /// attached seed's, both in rowid order. The migration leaves these rows in place (v13 keeps a seed's edge
+    /// table and copies `_synchro_scopes`, or an edge table of another shape, in rowid order), so equal files compare
+    /// equal; any other difference only costs the copy its own audit.
     private func sameRows(as seedPath: String, _ manifest: ClientManifest, _ connection: Connection) throws -> Bool {
         var seedURI = SeedFileProbe.immutableURI(seedPath)
         if case .memory = copy {

@@ -83,7 +83,14 @@ final class SeedPageIdentity {
                 FROM main.sqlite_schema AS m JOIN seed.sqlite_schema AS o ON o.type = 'table' AND o.name = m.name
                 WHERE m.type = 'table' AND m.name = ?1
                 """, [.text(name)])?.integerValue
-            guard same == 1 else { return false }
+            guard same == 1, let root = try connection.scalar(
+                "SELECT rootpage FROM main.sqlite_schema WHERE type = 'table' AND name = ?1", [.text(name)]
+            )?.integerValue else { return false }
+            switch walk(root: root) {
+            case .identical: return true
+            case .different: return false
+            case .unread: break
+            }
             let pages = try connection.query("SELECT pageno FROM dbstat('main') WHERE name = ?1", [.text(name)]) {
                 $0.int64(at: 0)
             }
@@ -91,6 +98,98 @@ final class SeedPageIdentity {
         } catch {
             return false
         }
+    }
+
+    /// The outcome of ``walk(root:)``.
+    enum Walk: Equatable {
+        /// Every page of the b-tree is identical in both files.
+        case identical
+        /// A page of the b-tree differs, or is missing from the seed.
+        case different
+        /// The b-tree holds a page this walk does not read (not a table b-tree page, a cell or pointer out of place):
+        /// `dbstat` lists the pages instead.
+        case unread
+    }
+
+    /// Visits the table b-tree rooted at `root` as SQLite reads it — interior pages, their children, leaf pages and
+    /// each cell's overflow chain (as many pages as its payload needs) — comparing each page with the seed's page of
+    /// the same number before reading it. An identical page holds the same child and overflow page numbers in both
+    /// files, so the seed's walk visits the same pages: this is `dbstat`'s list of the table's pages without reading
+    /// the copy's pages through SQLite and analysing every cell's payload.
+    func walk(root: Int64) -> Walk {
+        let usable = pageSize - reservedBytes
+        // Table leaf payload thresholds (the file format's X, M and overflow page capacity).
+        let maxLocal = usable - 35
+        let minLocal = (usable - 12) * 32 / 255 - 23
+        let overflowCapacity = usable - 4
+        guard root >= 1, minLocal > 0 else { return .unread }
+        var visited = Set<Int64>()
+        var stack: [Int64] = [root]
+        while let number = stack.popLast() {
+            guard visited.insert(number).inserted else { return .unread }
+            guard isIdentical(number) else { return .different }
+            let page = comparedPage
+            let header = number == 1 ? 100 : 0
+            switch page[header] {
+            case 0x05:
+                let count = TableCells.u16(page, header + 3)
+                guard header + 12 + 2 * count <= usable else { return .unread }
+                stack.append(Int64(TableCells.u32(page, header + 8)))
+                for index in 0..<count {
+                    let offset = TableCells.u16(page, header + 12 + 2 * index)
+                    guard offset >= header + 12, offset + 4 <= usable else { return .unread }
+                    stack.append(Int64(TableCells.u32(page, offset)))
+                }
+            case 0x0D:
+                let count = TableCells.u16(page, header + 3)
+                guard header + 8 + 2 * count <= usable else { return .unread }
+                // Overflow chains are compared after the cells are read: comparing reuses the page buffer.
+                var chains: [(first: Int64, pages: Int)] = []
+                for index in 0..<count {
+                    let start = TableCells.u16(page, header + 8 + 2 * index)
+                    guard start >= header + 8, start < usable,
+                          let (payload, sizeLength) = TableCells.varint(page, start, limit: usable),
+                          let (_, rowidLength) = TableCells.varint(page, start + sizeLength, limit: usable),
+                          payload <= UInt64(Int32.max)
+                    else { return .unread }
+                    let size = Int(payload)
+                    guard size > maxLocal else {
+                        guard start + sizeLength + rowidLength + size <= usable else { return .unread }
+                        continue
+                    }
+                    let surplus = minLocal + (size - minLocal) % overflowCapacity
+                    let local = surplus <= maxLocal ? surplus : minLocal
+                    let pointer = start + sizeLength + rowidLength + local
+                    guard pointer + 4 <= usable else { return .unread }
+                    let pages = (size - local + overflowCapacity - 1) / overflowCapacity
+                    chains.append((Int64(TableCells.u32(page, pointer)), pages))
+                }
+                for chain in chains {
+                    let outcome = overflowChain(from: chain.first, pages: chain.pages, visited: &visited)
+                    guard outcome == .identical else { return outcome }
+                }
+            default:
+                return .unread
+            }
+        }
+        return .identical
+    }
+
+    /// Compares the `pages` pages of an overflow chain starting at `first`, each naming the next in its first four
+    /// octets.
+    private func overflowChain(from first: Int64, pages: Int, visited: inout Set<Int64>) -> Walk {
+        var number = first
+        for index in 0..<pages {
+            guard visited.insert(number).inserted else { return .unread }
+            guard isIdentical(number) else { return .different }
+            if index + 1 < pages { number = Int64(TableCells.u32(comparedPage, 0)) }
+        }
+        return .identical
+    }
+
+    /// The copy's page last compared by ``isIdentical(_:)`` (equal to the seed's when it returned true).
+    private var comparedPage: UnsafePointer<UInt8> {
+        UnsafePointer(page.baseAddress.unsafelyUnwrapped.assumingMemoryBound(to: UInt8.self))
     }
 
     /// Whether table `name` of the copy holds exactly the rows of the seed's table `name` (`main` and `seed` on

@@ -97,6 +97,9 @@ enum SeedStaging {
         do {
             let source = try SeedFileProbe.openImmutable(seed)
             defer { source.close() }
+            // The backup reads each page once: a page cache on either side would only be allocated and filled.
+            try source.execute("PRAGMA cache_size = 16")
+            try holder.execute("PRAGMA cache_size = 16")
             try source.backup(to: holder)
             // A WAL-mode header cannot be opened in memory, which has no shared-memory index: reading the schema
             // fails then.

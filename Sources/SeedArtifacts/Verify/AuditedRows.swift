@@ -147,6 +147,48 @@ final class AuditedRows {
         }
     }
 
+    /// Adds the row at `position` to `accumulator` — its identity as the table's prefix and the row's suffix, and its
+    /// recomputed digest, neither copied out; false when the row has no identity or digest or the accumulator refuses
+    /// it (out of order, a repeated identity, more rows than declared).
+    func feed(_ position: Int, into accumulator: inout ScopeDigestAccumulator) -> Bool {
+        guard isDigested(position) else { return false }
+        return withIdentityParts(position) { head, tail in
+            digests.withUnsafeBufferPointer { all in
+                let digest = UnsafeBufferPointer(rebasing: all[(position * 32)..<(position + 1) * 32])
+                do {
+                    try accumulator.add(identityHead: head, identityTail: tail, rowDigest: digest)
+                    return true
+                } catch {
+                    return false
+                }
+            }
+        }
+    }
+
+    /// Whether every identity of the table starts with ``identityPrefix`` (then identity order within the table is
+    /// the order of the suffixes).
+    var allIdentitiesSharePrefix: Bool { otherIdentities.isEmpty && identityPrefix != nil }
+
+    /// Sorts `positions` — rows with an identity, all starting with ``identityPrefix`` — into identity order, by
+    /// their suffixes.
+    func sortByIdentity(_ positions: inout [UInt32]) {
+        identitySuffixes.withUnsafeBufferPointer { suffixes in
+            identityEnds.withUnsafeBufferPointer { ends in
+                func suffix(_ position: UInt32) -> UnsafeBufferPointer<UInt8> {
+                    let index = Int(position)
+                    let start = index == 0 ? 0 : Int(ends[index - 1])
+                    return UnsafeBufferPointer(rebasing: suffixes[start..<Int(ends[index])])
+                }
+                // Edges are usually stored in identity order already.
+                let sorted = zip(positions, positions.dropFirst()).allSatisfy {
+                    !Self.precedes(suffix($0.1), suffix($0.0))
+                }
+                guard !sorted else { return }
+                positions.sort { Self.precedes(suffix($0), suffix($1)) }
+            }
+        }
+    }
+
     /// Calls `body` with the two parts whose concatenation is the identity of the row at `position`.
     private func withIdentityParts<Result>(
         _ position: Int, _ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Result

@@ -2,13 +2,36 @@ import SQLiteKit
 
 /// Installs and regenerates capture triggers from the stored local schema (`spec/client-store.md` §2, §6).
 enum CaptureTriggerInstaller {
-    /// Drops and recreates the three triggers of each table.
+    /// Drops and recreates the three triggers of each table — except a table whose triggers already are exactly
+    /// those three with the text they would be created with, where that would write the same schema rows again. A
+    /// seed's migration installs the same triggers in v9, v14, v16, v17 and both v18 steps; parsing and writing them
+    /// five more times was most of its in-memory migration once v13 kept the edges (`docs/decisions.md`).
     static func install(_ tables: [LocalSchemaTable], on connection: Connection) throws(SQLiteError) {
         for table in tables {
-            for statement in CaptureTriggerSQL(table: table).statements() {
+            let statements = CaptureTriggerSQL(table: table).statements()
+            if try isInstalled(statements, table: table.tableName, on: connection) { continue }
+            for statement in statements {
                 try connection.execute(statement)
             }
         }
+    }
+
+    /// Whether the triggers on `table`, and those named like its capture triggers, are exactly its three capture
+    /// triggers in creation order (so no other trigger's firing order depends on when they were created), each stored
+    /// with the text of its `CREATE TRIGGER` statement in `statements`, in the main schema and none in `temp`.
+    private static func isInstalled(
+        _ statements: [String], table: String, on connection: Connection
+    ) throws(SQLiteError) -> Bool {
+        let names = CaptureTriggerSQL.names(forTable: table)
+        let creates = statements.filter { $0.hasPrefix("CREATE TRIGGER ") }
+        guard names.count == 3, creates.count == 3 else { return false }
+        let expected = zip(names, creates).map { name, sql -> [SQLiteValue] in [.text(name), .text(table), .text(sql)] }
+        let arguments = [SQLiteValue.text(table)] + names.map(SQLiteValue.text)
+        let filter = "type = 'trigger' AND (tbl_name = ?1 OR name IN (?2, ?3, ?4))"
+        let stored = try connection.rows(
+            "SELECT name, tbl_name, sql FROM main.sqlite_schema WHERE \(filter) ORDER BY rowid", arguments)
+        guard stored == expected else { return false }
+        return try connection.scalar("SELECT count(*) FROM temp.sqlite_schema WHERE \(filter)", arguments) == 0
     }
 
     /// "Regenerate capture triggers": nothing when `local_schema` is missing or empty; otherwise the schema

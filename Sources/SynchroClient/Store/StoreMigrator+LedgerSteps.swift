@@ -151,40 +151,75 @@ enum LedgerSteps {
 
     /// Rebuilds the scope tables with TEXT checksum columns, keeping every row (seed scope state survives).
     ///
+    /// `_synchro_scope_rows` is copied only when it is not already exactly the table the copy would produce
+    /// (``ScopeRowsV13Shape``): a seed's edge table has v13's definition and TEXT checksums, and copying its
+    /// hundred thousand edges into an identical table, dropping (and, with `secure_delete`, zeroing) the old one and
+    /// indexing the new one was most of the migration's cost (`docs/decisions.md`).
+    ///
     /// The renames run in legacy mode: the capture triggers installed by v9 already name tables that only v14
     /// creates, and SQLite (3.26+) re-checks every trigger on a modern RENAME, which would fail. No trigger or
     /// view names the scope tables, so legacy mode rewrites nothing the modern mode would have.
     static func v13(_ db: Connection) throws {
+        let edges = try ScopeRowsV13Shape.verdict(on: db)
         try db.execute("PRAGMA legacy_alter_table = ON")
         defer { try? db.execute("PRAGMA legacy_alter_table = OFF") }
-        try db.execute("""
-            CREATE TABLE _synchro_scopes_v13 (
-                scope_id TEXT PRIMARY KEY,
-                cursor TEXT,
-                checksum TEXT,
-                generation INTEGER NOT NULL DEFAULT 0,
-                local_checksum TEXT NOT NULL DEFAULT ''
-            );
-            INSERT INTO _synchro_scopes_v13 (scope_id, cursor, checksum, generation, local_checksum)
-                SELECT scope_id, cursor, CAST(checksum AS TEXT), generation, CAST(local_checksum AS TEXT)
-                FROM _synchro_scopes;
-            CREATE TABLE _synchro_scope_rows_v13 (
-                scope_id TEXT NOT NULL,
-                table_name TEXT NOT NULL,
-                record_id TEXT NOT NULL,
-                checksum TEXT NOT NULL,
-                generation INTEGER NOT NULL DEFAULT 0,
-                PRIMARY KEY (scope_id, table_name, record_id)
-            );
-            INSERT INTO _synchro_scope_rows_v13 (scope_id, table_name, record_id, checksum, generation)
-                SELECT scope_id, table_name, record_id, CAST(checksum AS TEXT), generation
-                FROM _synchro_scope_rows;
-            DROP TABLE _synchro_scope_rows;
-            DROP TABLE _synchro_scopes;
-            ALTER TABLE _synchro_scopes_v13 RENAME TO _synchro_scopes;
-            ALTER TABLE _synchro_scope_rows_v13 RENAME TO _synchro_scope_rows;
-            CREATE INDEX idx_synchro_scope_rows_record ON _synchro_scope_rows (table_name, record_id);
-            """)
+        switch edges {
+        case .rebuild:
+            try db.execute("""
+                \(scopesV13DDL);
+                INSERT INTO _synchro_scopes_v13 (scope_id, cursor, checksum, generation, local_checksum)
+                    SELECT scope_id, cursor, CAST(checksum AS TEXT), generation, CAST(local_checksum AS TEXT)
+                    FROM _synchro_scopes;
+                CREATE TABLE _synchro_scope_rows_v13 (
+                    scope_id TEXT NOT NULL,
+                    table_name TEXT NOT NULL,
+                    record_id TEXT NOT NULL,
+                    checksum TEXT NOT NULL,
+                    generation INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (scope_id, table_name, record_id)
+                );
+                INSERT INTO _synchro_scope_rows_v13 (scope_id, table_name, record_id, checksum, generation)
+                    SELECT scope_id, table_name, record_id, CAST(checksum AS TEXT), generation
+                    FROM _synchro_scope_rows;
+                DROP TABLE _synchro_scope_rows;
+                DROP TABLE _synchro_scopes;
+                ALTER TABLE _synchro_scopes_v13 RENAME TO _synchro_scopes;
+                ALTER TABLE _synchro_scope_rows_v13 RENAME TO _synchro_scope_rows;
+                CREATE INDEX idx_synchro_scope_rows_record ON _synchro_scope_rows (table_name, record_id);
+                """)
+        case .keep(let createIndex):
+            try db.execute("""
+                \(scopesV13DDL);
+                INSERT INTO _synchro_scopes_v13 (scope_id, cursor, checksum, generation, local_checksum)
+                    SELECT scope_id, cursor, CAST(checksum AS TEXT), generation, CAST(local_checksum AS TEXT)
+                    FROM _synchro_scopes;
+                DROP TABLE _synchro_scopes;
+                ALTER TABLE _synchro_scopes_v13 RENAME TO _synchro_scopes;
+                """)
+            try forgetStatistics(of: ScopeRowsV13Shape.table, db)
+            if createIndex {
+                try db.execute(
+                    "CREATE INDEX idx_synchro_scope_rows_record ON _synchro_scope_rows (table_name, record_id)")
+            }
+        }
+    }
+
+    private static let scopesV13DDL = """
+        CREATE TABLE _synchro_scopes_v13 (
+            scope_id TEXT PRIMARY KEY,
+            cursor TEXT,
+            checksum TEXT,
+            generation INTEGER NOT NULL DEFAULT 0,
+            local_checksum TEXT NOT NULL DEFAULT ''
+        )
+        """
+
+    /// Deletes the `ANALYZE` statistics of `table` and its indexes, as dropping it would have: the kept table then
+    /// plans like the rebuilt one, which has none.
+    private static func forgetStatistics(of table: String, _ db: Connection) throws {
+        for statistics in ["sqlite_stat1", "sqlite_stat4"] where try db.tableExists(statistics) {
+            try db.run("DELETE FROM \(statistics) WHERE tbl = ?1", [.text(table)])
+        }
     }
 
     static func v14(_ db: Connection) throws {

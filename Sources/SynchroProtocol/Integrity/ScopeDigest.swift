@@ -191,7 +191,8 @@ public struct ScopeDigestAccumulator: ~Copyable, Sendable {
     private var hasher = SHA256()
     private let cardinality: UInt64
     private var count: UInt64 = 0
-    private var previous: RowIdentity?
+    /// The previous row's identity octets; empty before the first row (no identity is empty).
+    private var previous: [UInt8] = []
 
     /// Starts the digest of scope `scopeID` holding exactly `cardinality` rows.
     public init(schemaHash: [UInt8], scopeID: String, cardinality: UInt64) throws(ScopeDigestError) {
@@ -209,19 +210,43 @@ public struct ScopeDigestAccumulator: ~Copyable, Sendable {
 
     /// Adds the next row; its identity must sort strictly after the previous one.
     public mutating func add(identity: RowIdentity, rowDigest: [UInt8]) throws(ScopeDigestError) {
-        let entry = Int(count)
-        guard rowDigest.count == 32 else { throw .invalidRowDigest(entry: entry) }
-        if let previous {
-            let order = previous.compare(identity)
-            if order == 0 { throw .duplicateIdentity(entry: entry) }
-            guard order < 0 else { throw .outOfOrder(entry: entry) }
+        let empty = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
+        let failure = identity.bytes.withUnsafeBufferPointer { identity in
+            rowDigest.withUnsafeBufferPointer { add(head: identity, tail: empty, rowDigest: $0) }
         }
-        guard count < cardinality else { throw .cardinalityMismatch(declared: cardinality, actual: count + 1) }
-        withUnsafeBytes(of: UInt64(identity.bytes.count).bigEndian) { hasher.update($0) }
-        hasher.update(identity.bytes)
-        hasher.update(rowDigest)
+        if let failure { throw failure }
+    }
+
+    /// Adds the next row whose identity is the concatenation `identityHead || identityTail` — the octets of a
+    /// ``RowIdentity``, which is not built: ``add(identity:rowDigest:)`` for a caller that keeps identities split
+    /// (a table's common prefix and each row's rest).
+    public mutating func add(
+        identityHead: UnsafeBufferPointer<UInt8>, identityTail: UnsafeBufferPointer<UInt8>,
+        rowDigest: UnsafeBufferPointer<UInt8>
+    ) throws(ScopeDigestError) {
+        if let failure = add(head: identityHead, tail: identityTail, rowDigest: rowDigest) { throw failure }
+    }
+
+    private mutating func add(
+        head: UnsafeBufferPointer<UInt8>, tail: UnsafeBufferPointer<UInt8>, rowDigest: UnsafeBufferPointer<UInt8>
+    ) -> ScopeDigestError? {
+        let entry = Int(count)
+        guard rowDigest.count == 32 else { return .invalidRowDigest(entry: entry) }
+        if count > 0 {
+            let order = previous.withUnsafeBufferPointer { ByteRun.compare($0, head, tail) }
+            if order == 0 { return .duplicateIdentity(entry: entry) }
+            guard order < 0 else { return .outOfOrder(entry: entry) }
+        }
+        guard count < cardinality else { return .cardinalityMismatch(declared: cardinality, actual: count + 1) }
+        withUnsafeBytes(of: UInt64(head.count + tail.count).bigEndian) { hasher.update($0) }
+        hasher.update(UnsafeRawBufferPointer(head))
+        hasher.update(UnsafeRawBufferPointer(tail))
+        hasher.update(UnsafeRawBufferPointer(rowDigest))
         count += 1
-        previous = identity
+        previous.removeAll(keepingCapacity: true)
+        previous.append(contentsOf: head)
+        previous.append(contentsOf: tail)
+        return nil
     }
 
     /// The 32-octet scope digest; throws when fewer rows than declared were added.

@@ -312,6 +312,17 @@ enum ByteRun {
         return compare(baseA, count: a.count, baseB, count: b.count)
     }
 
+    /// ``compare(_:_:)`` of `a` and the concatenation `head || tail`.
+    static func compare(
+        _ a: UnsafeBufferPointer<UInt8>, _ head: UnsafeBufferPointer<UInt8>, _ tail: UnsafeBufferPointer<UInt8>
+    ) -> Int {
+        // Shorter than `head`: decided within `head` (never equal).
+        guard a.count >= head.count else { return compare(a, head) }
+        let order = compare(UnsafeBufferPointer(rebasing: a[..<head.count]), head)
+        guard order == 0 else { return order }
+        return compare(UnsafeBufferPointer(rebasing: a[head.count...]), tail)
+    }
+
     /// Strict unsigned UTF-16 code-unit order of two valid UTF-8 runs, exactly as
     /// `String.utf16Precedes` computes it: UTF-8 octet order, except that a character above
     /// U+FFFF (lead F0–F4) sorts before U+E000–U+FFFF (lead EE/EF).
