@@ -158,7 +158,7 @@ struct SeedRowAudit {
         try statement.bind([.text(table.tableName)])
         defer { statement.reset() }
         let version = VersionColumns(statement: statement, first: table.columns.count + 1)
-        let layout = storedLayout(table, digesters.stored)
+        let layout = digesters.stored.layout(for: table)
         // One member per column, overwritten in place row after row (the row object built from it is released
         // before the next row, so no copy is made).
         var members = table.columns.map { JSONMember($0.fieldID, .null) }
@@ -193,7 +193,7 @@ struct SeedRowAudit {
             """)
         defer { statement.reset() }
         let keyColumn = table.columns.count + 1
-        let layout = storedLayout(table, digesters.stored)
+        let layout = digesters.stored.layout(for: table)
         var members = table.columns.map { JSONMember($0.fieldID, .null) }
         let tableName = Array(table.tableName.utf8)
         while try statement.step() {
@@ -222,18 +222,6 @@ struct SeedRowAudit {
                     digester: &digesters.wire, into: collector)
     }
 
-    /// The layout for digesting the table's rows straight from their stored values; nil when the local columns
-    /// are not exactly the manifest's fields with the manifest's types (then every row takes the wire path,
-    /// which reports why).
-    private func storedLayout(_ table: LocalSchemaTable, _ digester: StoredRowDigester) -> StoredRowLayout? {
-        guard let manifestTable = manifest.manifest.table(id: table.tableID),
-              table.columns.allSatisfy({ column in
-                  manifestTable.fields.contains { $0.fieldID == column.fieldID && $0.type == column.logicalType }
-              })
-        else { return nil }
-        return try? digester.layout(tableID: table.tableID, columnFieldIDs: table.columns.map(\.fieldID))
-    }
-
     /// The row digested straight from the stored values of the current row, when its row version's server
     /// version is text and every value is in a form ``StoredRowDigester`` vouches for — exactly the rows the wire
     /// path would digest without a finding, to the same digest. Nil otherwise, having recorded nothing.
@@ -243,19 +231,8 @@ struct SeedRowAudit {
         guard version.statement.storageClass(at: version.serverVersion) == .text else { return nil }
         return version.statement.withTextBytes(at: version.serverVersion) { serverVersion in
             digester.digest(layout, serverVersion: serverVersion) { column, value in
-                store(statement, column: 1 + column, into: &value)
+                statement.store(column: 1 + column, into: &value)
             }
-        }
-    }
-
-    /// Hands the value of `column` to `value` through the accessor of its storage class, without copying it.
-    static func store(_ statement: Statement, column: Int, into value: inout StoredValueWriter) {
-        switch statement.storageClass(at: column) {
-        case .null: value.null()
-        case .integer: value.integer(statement.int64(at: column))
-        case .real: value.real(statement.double(at: column))
-        case .text: statement.withTextBytes(at: column) { value.text($0) }
-        case .blob: statement.withBlobBytes(at: column) { value.blob($0) }
         }
     }
 

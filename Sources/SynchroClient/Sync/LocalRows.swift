@@ -390,7 +390,7 @@ struct LocalRows {
         }
         for table in ordered {
             guard let key = table.primaryKeyColumn, let order = Self.identityOrder(key.logicalType),
-                let layout = storedLayout(table, digester)
+                let layout = digester.layout(for: table)
             else { return nil }
             // The table's protected rows at once (a handful: local intents), not one query per edge.
             guard let protected = try? Set(connection.query(
@@ -447,17 +447,6 @@ struct LocalRows {
             LEFT JOIN \(SQLiteIdentifier.quote(table.tableName)) AS t ON \(match)
             LEFT JOIN _synchro_row_versions AS v ON v.table_name = ?2 AND v.record_id = e.record_id
             """
-    }
-
-    /// The layout for digesting `table`'s rows straight from their stored values; nil when the local columns are
-    /// not exactly the manifest's fields with the manifest's types.
-    private func storedLayout(_ table: LocalSchemaTable, _ digester: StoredRowDigester) -> StoredRowLayout? {
-        guard let manifestTable = manifest.table(id: table.tableID),
-            table.columns.allSatisfy({ column in
-                manifestTable.fields.contains { $0.fieldID == column.fieldID && $0.type == column.logicalType }
-            })
-        else { return nil }
-        return try? digester.layout(tableID: table.tableID, columnFieldIDs: table.columns.map(\.fieldID))
     }
 
     /// The identity and digest of the unprotected row on the current row of a ``streamedEdgesSQL(_:key:order:)``

@@ -14,3 +14,17 @@ extension Statement {
         }
     }
 }
+
+extension StoredRowDigester {
+    /// The layout for digesting `table`'s rows straight from a query that selects its columns in declaration
+    /// order; nil when the local columns are not exactly the manifest's fields with the manifest's types (then a
+    /// verifier takes the wire path, which reports why).
+    public func layout(for table: LocalSchemaTable) -> StoredRowLayout? {
+        guard let manifestTable = manifest.table(id: table.tableID),
+            table.columns.allSatisfy({ column in
+                manifestTable.fields.contains { $0.fieldID == column.fieldID && $0.type == column.logicalType }
+            })
+        else { return nil }
+        return try? layout(tableID: table.tableID, columnFieldIDs: table.columns.map(\.fieldID))
+    }
+}
