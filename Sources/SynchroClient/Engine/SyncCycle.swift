@@ -399,12 +399,14 @@ private final class CycleRun {
             var restarts = 0
             events(.rebuildRequested(scope: scope))
             try mapping(.rebuild) { () throws(SyncError) in _ = try applier.start(scope: scope) }
+            // The rows each page writes are read back beside the engine, for finality.
+            var check = try mapping(.rebuild) { () throws(SyncError) in try applier.rowCheck() }
             while true {
                 let isFinal: Bool
                 let rows: Int
                 do throws(SyncCycleError) {
                     (isFinal, rows) = try retrying(.rebuild) { () throws(SyncError) in
-                        try applier.runPage(scope: scope, ahead: ahead)
+                        try applier.runPage(scope: scope, ahead: ahead, check: check)
                     }
                 } catch {
                     guard Self.needsNewAttempt(error), restarts < configuration.maxRebuildRestarts else {
@@ -413,6 +415,7 @@ private final class CycleRun {
                     }
                     restarts += 1
                     try newAttempt(scope: scope, applier: applier)
+                    check = try mapping(.rebuild) { () throws(SyncError) in try applier.rowCheck() }
                     continue
                 }
                 context.store.boundLog(bulk)

@@ -131,7 +131,7 @@ public struct RebuildApplier: Sendable {
     /// request after an intermediate page ahead before applying it. Returns whether the page was final and how
     /// many records it carried.
     func runPage(
-        scope: String, ahead: RequestAhead<ReceivedPage>?
+        scope: String, ahead: RequestAhead<ReceivedPage>?, check: RebuildRowCheck? = nil
     ) throws(SyncError) -> (isFinal: Bool, rows: Int) {
         guard let attempt = try attempt(scope: scope) else { throw .invalidState(reason: "no rebuild attempt") }
         let body = try Self.body(for: attempt, clientID: context.clientID)
@@ -157,10 +157,22 @@ public struct RebuildApplier: Sendable {
         } else {
             page = try Self.verify(received.bytes, scope: scope, manifest: manifest)
         }
+        let written = page.records.map { (tableName: $0.tableName, recordID: $0.recordID) }
+        check?.willWrite(written)
         let isFinal = try apply(
             page: page.page, records: page.records, manifest: manifest, responseBytes: received.bytes,
-            requestBytes: body, attempt: attempt)
+            requestBytes: body, attempt: attempt, check: check)
+        if !isFinal { check?.committed(written) }
         return (isFinal, page.records.count)
+    }
+
+    /// A check of the rows this rebuild writes from now on (``RebuildRowCheck``), for finality.
+    func rowCheck() throws(SyncError) -> RebuildRowCheck {
+        let (manifest, dataVersion) = try store.readSyncState { connection in
+            (try store.activeManifest(on: connection),
+             try connection.scalar("PRAGMA data_version")?.integerValue ?? -1)
+        }
+        return RebuildRowCheck(path: store.configuration.path, manifest: manifest, dataVersion: dataVersion)
     }
 
     private var store: ClientStore { context.store }
@@ -234,7 +246,7 @@ public struct RebuildApplier: Sendable {
     /// Applies one page verified against `manifest` (the active one), received for `attempt`'s current request.
     private func apply(
         page: RebuildPage, records: [LocalRows.StoredRecord], manifest: ClientManifest, responseBytes: [UInt8],
-        requestBytes: [UInt8], attempt: RebuildAttempt
+        requestBytes: [UInt8], attempt: RebuildAttempt, check: RebuildRowCheck? = nil
     ) throws(SyncError) -> Bool {
         let scope = attempt.scopeID
         guard manifest.reference.version == attempt.schemaVersion, manifest.reference.hash == attempt.schemaHash else {
@@ -286,7 +298,7 @@ public struct RebuildApplier: Sendable {
             }
             // Finality in the same transaction: stale provenance pruned, orphans deleted, digest verified.
             try rows.dropEdges(scope: scope, keepingGeneration: attempt.generation)
-            let local = try rows.scopeDigest(scope: scope)
+            let local = try rows.scopeDigest(scope: scope, check: check)
             guard local == checksum else { return .mismatch }
             try connection.run("""
                 UPDATE _synchro_scopes SET cursor = ?, checksum = ?, local_checksum = ? WHERE scope_id = ?
