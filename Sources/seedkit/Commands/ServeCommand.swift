@@ -78,6 +78,17 @@ enum ServeCommand {
             Terminal.err("seedkit: cannot open the server database: \(error)\n")
             return .checkFailed
         }
+        // SIGINT and SIGTERM are taken over before the address is printed: a caller that reads the address and
+        // stops the server at once must not find the signal ignored before its handler is in place.
+        let stop = DispatchSemaphore(value: 0)
+        var sources: [any DispatchSourceSignal] = []
+        for signalNumber in [SIGINT, SIGTERM] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler { stop.signal() }
+            source.resume()
+            sources.append(source)
+        }
         let handler: any HTTPHandler = console.isVerbose ? logging(engine, console) : engine
         let server = HTTPServer(handler: handler)
         let bound: UInt16
@@ -89,16 +100,6 @@ enum ServeCommand {
         }
         // The address is what a caller of `--listen HOST:0` needs, so it prints even when quiet.
         console.result("listening on http://\(host):\(bound)\n")
-
-        let stop = DispatchSemaphore(value: 0)
-        var sources: [any DispatchSourceSignal] = []
-        for signalNumber in [SIGINT, SIGTERM] {
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler { stop.signal() }
-            source.resume()
-            sources.append(source)
-        }
         stop.wait()
         console.detail("stopping: waiting for requests in progress")
         server.stop()
