@@ -142,20 +142,26 @@ final class RebuildRowCheck: Sendable {
     private func read(
         _ records: [(tableName: String, recordID: String)], snapshot: Int, on connection: Connection
     ) throws -> [String: [String: Entry]] {
-        let tables = Dictionary(manifest.localSchema.map { ($0.tableName, $0) }, uniquingKeysWith: { first, _ in first })
         var digester = StoredRowDigester(manifest: manifest.manifest)
         var found: [String: [String: Entry]] = [:]
-        for record in records {
-            guard let table = tables[record.tableName], let key = table.primaryKeyColumn,
+        var byTable: [String: [String]] = [:]
+        for record in records { byTable[record.tableName, default: []].append(record.recordID) }
+        for table in manifest.localSchema {
+            guard let recordIDs = byTable[table.tableName], let key = table.primaryKeyColumn,
                 let layout = digester.layout(for: table)
             else { continue }
             let statement = try connection.cachedStatement(LocalRows.recordCheckSQL(table, key: key))
-            guard let (_, digest) = try LocalRows.checkedRow(
-                statement, recordID: record.recordID, key: key, tableName: table.tableName, layout: layout,
-                digester: &digester),
-                let entry = Entry(digest: digest, snapshot: snapshot)
-            else { continue }
-            found[record.tableName, default: [:]][record.recordID] = entry
+            var rows: [String: Entry] = [:]
+            rows.reserveCapacity(recordIDs.count)
+            for recordID in recordIDs {
+                guard let (_, digest) = try LocalRows.checkedRow(
+                    statement, recordID: recordID, key: key, tableName: table.tableName, layout: layout,
+                    digester: &digester),
+                    let entry = Entry(digest: digest, snapshot: snapshot)
+                else { continue }
+                rows[recordID] = entry
+            }
+            found[table.tableName] = rows
         }
         return found
     }
