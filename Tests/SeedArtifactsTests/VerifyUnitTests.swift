@@ -130,7 +130,7 @@ struct VerifyUnitTests {
                     digester.digest(layout, serverVersion: serverVersion) { column, field in
                         switch column {
                         case 0: var key = "k"; key.withUTF8 { field.text($0) }
-                        case 1 + index: SeedRowAudit.store(statement, column: 0, into: &field)
+                        case 1 + index: statement.store(column: 0, into: &field)
                         default: field.null()
                         }
                     }
