@@ -186,8 +186,12 @@ struct SeedRowAudit {
     }
 
     /// The rowid splitting the table's rows in two halves, when the span of its rowids is within
-    /// ``splitMinimumRows``…``splitMaximumRows``; nil otherwise.
+    /// ``splitMinimumRows``…``splitMaximumRows``; nil otherwise, and nil when a column is named like the rowid
+    /// (`t.rowid` would then be that column, and a NULL in it would fall in neither half).
     private func middleRowid(_ table: LocalSchemaTable) throws -> Int64? {
+        guard !table.columns.contains(where: { ["rowid", "_rowid_", "oid"].contains($0.name.lowercased()) }) else {
+            return nil
+        }
         let name = SQLiteIdentifier.quote(table.tableName)
         let bounds = try connection.query(
             "SELECT (SELECT min(rowid) FROM \(name)), (SELECT max(rowid) FROM \(name))"
