@@ -109,7 +109,7 @@ struct InstalledSeedValidator {
             step("re-reading the materialized rows") {
                 audit = try SeedRowAudit(
                     connection: connection, manifest: schema.manifest, knownScopes: Set(scopes.map(\.id)),
-                    checks: .installer
+                    checks: .installer, reopen: { [copy] in try copy.openReadOnly() }
                 ).run(into: collector)
             }
         }

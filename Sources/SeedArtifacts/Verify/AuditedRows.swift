@@ -88,6 +88,35 @@ final class AuditedRows {
         known.append(flags)
     }
 
+    /// Appends the rows of `other` — rows of the same table following this one's last, read separately — exactly as
+    /// if each had been appended here in turn, with their positions shifted by this one's row count.
+    func append(contentsOf other: AuditedRows) {
+        let offset = rowids.count
+        if identityPrefix == nil, otherIdentities.isEmpty, !known.contains(where: { $0.contains(.identity) }) {
+            identityPrefix = other.identityPrefix
+        }
+        if other.identityPrefix == nil || other.identityPrefix == identityPrefix {
+            let suffixBase = UInt32(identitySuffixes.count)
+            rowids.append(contentsOf: other.rowids)
+            edgeCounts.append(contentsOf: other.edgeCounts)
+            digests.append(contentsOf: other.digests)
+            known.append(contentsOf: other.known)
+            identitySuffixes.append(contentsOf: other.identitySuffixes)
+            identityEnds.append(contentsOf: other.identityEnds.lazy.map { $0 + suffixBase })
+            for (position, identity) in other.otherIdentities { otherIdentities[position + offset] = identity }
+        } else {
+            // Another prefix than this one's: each identity is split as this one would have split it.
+            for position in other.rowids.indices {
+                append(rowid: other.rowids[position], identity: other.identity(at: position),
+                       digest: other.digest(at: position))
+                edgeCounts[offset + position] = other.edgeCounts[position]
+            }
+        }
+        for (position, digest) in other.versionDigests { versionDigests[position + offset] = digest }
+        for position in other.withoutVersion { withoutVersion.insert(position + offset) }
+        versionsMatched += other.versionsMatched
+    }
+
     /// The position of the row with `rowid` (rowids of seeded integer keys are usually dense).
     func position(of rowid: Int64) -> Int? {
         guard let first = rowids.first else { return nil }

@@ -7,7 +7,8 @@ final class FindingCollector {
     private(set) var findings: [SeedFinding] = []
     private var counts: [SeedCheck: Int] = [:]
     private var evaluated: Set<SeedCheck> = []
-    private let limit: Int
+    /// Findings listed per check.
+    let limit: Int
 
     init(limit: Int) {
         self.limit = max(limit, 1)
@@ -36,6 +37,27 @@ final class FindingCollector {
         let count = counts[finding.check, default: 0] + 1
         counts[finding.check] = count
         if count <= limit { findings.insert(finding, at: min(max(position, 0), findings.count)) }
+    }
+
+    /// Records `other`'s findings after this one's, in `other`'s order, as if they had been added here: the ones
+    /// `other` listed are added (this collector's limit applies), the ones it only counted are counted. `other`
+    /// must have the same limit. A finding of `table` with a row has `offset` added to its row (`other` counted
+    /// ordinals from its own first row).
+    func append(_ other: FindingCollector, shiftingRowsOf table: String, by offset: Int64) {
+        evaluated.formUnion(other.evaluated)
+        var listedByOther: [SeedCheck: Int] = [:]
+        for finding in other.findings {
+            listedByOther[finding.check, default: 0] += 1
+            guard finding.table == table, let row = finding.row else {
+                add(finding)
+                continue
+            }
+            add(SeedFinding(finding.check, scope: finding.scope, table: finding.table, row: row + offset,
+                            message: finding.message))
+        }
+        for (check, count) in other.counts where count > listedByOther[check, default: 0] {
+            counts[check, default: 0] += count - listedByOther[check, default: 0]
+        }
     }
 
     /// Number of findings listed so far.

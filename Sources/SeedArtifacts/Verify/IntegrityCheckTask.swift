@@ -25,6 +25,7 @@ final class IntegrityCheckTask: Sendable {
             do throws(SQLiteError) {
                 let connection = try database.openReadOnly()
                 defer { connection.close() }
+                try connection.execute("PRAGMA cache_size = -\(Self.cacheKiB)")
                 result = .success(try connection.integrityCheck())
             } catch {
                 result = .failure(error)
@@ -33,6 +34,13 @@ final class IntegrityCheckTask: Sendable {
             finished.signal()
         }.start()
     }
+
+    /// The check's page cache, in KiB. It reads every page of a b-tree once and then each table's rows again
+    /// with a search of every index entry: a cache of the whole file would be needed to save the second reads,
+    /// and a large cache costs more to allocate (a heap extension per page in the thread's arena) than the
+    /// re-reads from the operating system's cache. Measured on the 100,040-row seed, 55 MB: 16 MiB 150 ms,
+    /// 2 MiB 140 ms, 60 MiB 168 ms.
+    static let cacheKiB = 2048
 
     /// Waits for the check; its lines (exactly `["ok"]` for a sound file), or the SQLite failure that stopped it.
     func wait() -> Result<[String], SQLiteError> {

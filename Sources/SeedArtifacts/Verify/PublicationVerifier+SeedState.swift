@@ -36,7 +36,8 @@ extension PublicationVerifier {
         guard let manifest else { return }
         collector.guarding("re-reading the materialized rows", as: .sqliteError) {
             audit = try SeedRowAudit(
-                connection: connection, manifest: manifest, knownScopes: Set(scopes.map(\.id)), checks: .publication
+                connection: connection, manifest: manifest, knownScopes: Set(scopes.map(\.id)), checks: .publication,
+                reopen: { [path] in try SeedFileProbe.openImmutable(path) }
             ).run(into: collector)
         }
         guard let audit else { return }

@@ -87,9 +87,11 @@ enum SeedFileProbe {
     /// Opens `path` read-only and `immutable=1`, with a bounded page cache and no memory map: a mapped seed counts
     /// in the process's resident memory page by page as it is read, so a mapping of the whole file makes the
     /// verifier's memory grow with the seed (issue #5) while reading through the cache keeps it at the cache size.
+    /// 2 MiB: the checks scan the tables in order, and a larger cache only costs its allocation (16 MiB took about
+    /// 9 ms more CPU per verify of the 100,040-row seed).
     static func openImmutable(_ path: String) throws(SQLiteError) -> Connection {
         let connection = try Connection(path: immutableURI(path), mode: .readOnly, uri: true)
-        try connection.execute("PRAGMA mmap_size = 0; PRAGMA cache_size = -16384")
+        try connection.execute("PRAGMA mmap_size = 0; PRAGMA cache_size = -2048")
         return connection
     }
 

@@ -1,3 +1,5 @@
+import Dispatch
+import Foundation
 import Glibc
 import SQLiteKit
 import SynchroClient
@@ -71,6 +73,15 @@ struct SeedRowAudit {
     /// The scopes the edges may name (the `_synchro_scopes` rows).
     let knownScopes: Set<String>
     let checks: RowAuditChecks
+    /// Opens another read-only connection to the same database, for reading the upper half of a large table's rows
+    /// on a second thread (``readRowsInHalves(_:versions:digesters:into:)``); nil: every table is read on
+    /// `connection` alone.
+    var reopen: (@Sendable () throws -> Connection)? = nil
+    /// A table whose rowids span at least this many rows, and at most ``splitMaximumRows``, is read in two halves.
+    var splitMinimumRows = 20_000
+    /// Above this many rows a table is read in one pass: the upper half's records are copied once into the table's
+    /// arrays, and at a million rows that transient copy (about 30 MB) would raise the install's peak memory.
+    var splitMaximumRows = 400_000
 
     /// An edge of a scope: the row it names, by table (index into the audit's tables) and position.
     private struct ScopeMember {
@@ -91,7 +102,7 @@ struct SeedRowAudit {
             guard let key = table.primaryKeyColumn else { continue }
             let rows = AuditedRows(table: table, key: key)
             rows.reserve(rows: try estimatedRows(table))
-            try readRows(rows, versions: versions, digesters: &digesters, into: collector)
+            try readRowsInHalves(rows, versions: versions, digesters: &digesters, into: collector)
             try checkDuplicateKeys(rows, into: collector)
             result.rows += rows.rowids.count
             tables.append(rows)
@@ -134,9 +145,63 @@ struct SeedRowAudit {
 
     /// The two digesters of an audit: straight from stored values, and from wire values for the rows the first
     /// does not vouch for.
-    private struct Digesters {
+    struct Digesters {
         var stored: StoredRowDigester
         var wire: RowDigester
+    }
+
+    /// ``readRows(_:versions:digesters:into:)``, with the rows above the middle rowid of a large table read on a
+    /// second connection and thread (``AuditHalf``) while this one reads the rows up to it. The upper half's rows
+    /// and findings are then appended in scan order — positions, ordinals and the per-check listing limit exactly
+    /// as a single scan would have recorded them. When the second connection cannot be opened or is not
+    /// baseline-shaped, the upper half is read here after the lower one.
+    private func readRowsInHalves(
+        _ rows: AuditedRows, versions: VersionCursor?, digesters: inout Digesters, into collector: FindingCollector
+    ) throws {
+        guard let versions, let reopen, let middle = try middleRowid(rows.table) else {
+            try readRows(rows, versions: versions, digesters: &digesters, into: collector)
+            return
+        }
+        let upper = AuditHalf(audit: self, reopen: reopen, table: rows.table, key: rows.key, after: middle,
+                              limit: collector.limit)
+        let lowerFailure: (any Error)?
+        do {
+            try readRowsAlongVersions(rows, versions: versions, range: .through(middle), digesters: &digesters,
+                                      into: collector)
+            lowerFailure = nil
+        } catch {
+            lowerFailure = error
+        }
+        let half = upper.wait()
+        if let lowerFailure { throw lowerFailure }
+        guard let half else {
+            try readRowsAlongVersions(rows, versions: versions, range: .after(middle), digesters: &digesters,
+                                      into: collector)
+            return
+        }
+        let offset = Int64(rows.count)
+        rows.append(contentsOf: half.rows)
+        collector.append(half.collector, shiftingRowsOf: rows.table.tableName, by: offset)
+        if let failure = half.failure { throw failure }
+    }
+
+    /// The rowid splitting the table's rows in two halves, when the span of its rowids is within
+    /// ``splitMinimumRows``…``splitMaximumRows``; nil otherwise, and nil when a column is named like the rowid
+    /// (`t.rowid` would then be that column, and a NULL in it would fall in neither half).
+    private func middleRowid(_ table: LocalSchemaTable) throws -> Int64? {
+        guard !table.columns.contains(where: { ["rowid", "_rowid_", "oid"].contains($0.name.lowercased()) }) else {
+            return nil
+        }
+        let name = SQLiteIdentifier.quote(table.tableName)
+        let bounds = try connection.query(
+            "SELECT (SELECT min(rowid) FROM \(name)), (SELECT max(rowid) FROM \(name))"
+        ) { row -> (Int64, Int64)? in
+            row.isNull(at: 0) || row.isNull(at: 1) ? nil : (row.int64(at: 0), row.int64(at: 1))
+        }
+        guard let first = bounds.first, let (low, high) = first else { return nil }
+        let (span, overflow) = high.subtractingReportingOverflow(low)
+        guard !overflow, span < Int64(splitMaximumRows), span + 1 >= Int64(splitMinimumRows) else { return nil }
+        return low + span / 2
     }
 
     private func readRows(
@@ -182,15 +247,17 @@ struct SeedRowAudit {
     /// A row whose version is not the next one is searched through the index as the join would, and the version
     /// scan continues from what it found. Used only when the version table has the baseline's DDL, whose primary
     /// key makes (table, record ID) unique and compares with the binary collation, exactly as the join does.
-    private func readRowsAlongVersions(
-        _ rows: AuditedRows, versions: VersionCursor, digesters: inout Digesters, into collector: FindingCollector
+    func readRowsAlongVersions(
+        _ rows: AuditedRows, versions: VersionCursor, range: RowidRange = .all, digesters: inout Digesters,
+        into collector: FindingCollector
     ) throws {
         let table = rows.table
         let columns = table.columns.map { "t." + SQLiteIdentifier.quote($0.name) }.joined(separator: ", ")
         let statement = try connection.prepare("""
             SELECT t.rowid, \(columns), t.\(SQLiteIdentifier.quote(rows.key.name))
-            FROM \(SQLiteIdentifier.quote(table.tableName)) AS t ORDER BY t.rowid
+            FROM \(SQLiteIdentifier.quote(table.tableName)) AS t \(range.whereClause) ORDER BY t.rowid
             """)
+        if let bound = range.bound { try statement.bind([.integer(bound)]) }
         defer { statement.reset() }
         let keyColumn = table.columns.count + 1
         let layout = digesters.stored.layout(for: table)
@@ -600,6 +667,86 @@ extension SQLiteValue {
         case .text: "text"
         case .blob: "blob"
         }
+    }
+}
+
+/// Which rows of a table a scan reads, by rowid.
+enum RowidRange {
+    case all
+    /// Rowids up to and including the bound.
+    case through(Int64)
+    /// Rowids above the bound.
+    case after(Int64)
+
+    var whereClause: String {
+        switch self {
+        case .all: ""
+        case .through: "WHERE t.rowid <= ?1"
+        case .after: "WHERE t.rowid > ?1"
+        }
+    }
+
+    var bound: Int64? {
+        switch self {
+        case .all: nil
+        case .through(let bound), .after(let bound): bound
+        }
+    }
+}
+
+/// The upper half of a table's rows, read by ``SeedRowAudit`` on a connection and thread of its own into rows and
+/// findings of its own (positions and ordinals counted from the half's first row).
+///
+/// `@unchecked Sendable`: `outcome` is written only by the thread, before it signals `finished`, and read only
+/// after ``wait()`` returned.
+final class AuditHalf: @unchecked Sendable {
+    struct Outcome {
+        let rows: AuditedRows
+        let collector: FindingCollector
+        /// What stopped the read (the rows and findings before it are kept).
+        let failure: (any Error)?
+    }
+
+    private var outcome: Outcome?
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(
+        audit: SeedRowAudit, reopen: @escaping @Sendable () throws -> Connection, table: LocalSchemaTable,
+        key: LocalSchemaColumn, after middle: Int64, limit: Int
+    ) {
+        let manifest = audit.manifest
+        let knownScopes = audit.knownScopes
+        let checks = audit.checks
+        Thread { [self] in
+            defer { finished.signal() }
+            guard let connection = try? reopen() else { return }
+            defer { connection.close() }
+            // The half is one forward scan: a small page cache is enough.
+            guard (try? connection.execute("PRAGMA cache_size = -2048")) != nil,
+                  let versions = try? VersionCursor.baselineShaped(on: connection)
+            else { return }
+            defer { versions.finish() }
+            let half = SeedRowAudit(connection: connection, manifest: manifest, knownScopes: knownScopes,
+                                    checks: checks)
+            let rows = AuditedRows(table: table, key: key)
+            let collector = FindingCollector(limit: limit)
+            var digesters = SeedRowAudit.Digesters(
+                stored: StoredRowDigester(manifest: manifest.manifest), wire: RowDigester(manifest: manifest.manifest))
+            var failure: (any Error)?
+            do {
+                try half.readRowsAlongVersions(rows, versions: versions, range: .after(middle),
+                                               digesters: &digesters, into: collector)
+            } catch {
+                failure = error
+            }
+            outcome = Outcome(rows: rows, collector: collector, failure: failure)
+        }.start()
+    }
+
+    /// Waits for the thread; nil when it could not open a baseline-shaped connection (nothing was read).
+    func wait() -> Outcome? {
+        finished.wait()
+        return outcome
     }
 }
 

@@ -1,0 +1,145 @@
+import Foundation
+import SQLiteKit
+import SynchroClient
+import SynchroProtocol
+import Testing
+import _SeedkitTestSupport
+@testable import SeedArtifacts
+
+/// The row audit reads a large table in two halves on two connections (``SeedRowAudit/reopen``); it must record
+/// exactly what one scan records. The split is forced on the fixture's 300 products by lowering the threshold.
+@Suite("Row audit read in two halves")
+struct SplitAuditTests {
+    /// What one audit of `seed` recorded: its findings and evaluated checks, or the error that stopped it, and its
+    /// result.
+    struct Recorded: Equatable {
+        var findings: [SeedFinding] = []
+        var evaluated: Set<SeedCheck> = []
+        var failure: String?
+        var rows = 0
+        var scopes: [String: String] = [:]
+        var issues: [SeedCheck: Int] = [:]
+    }
+
+    static func audit(_ seed: String, split: Bool, limit: Int = 20) throws -> Recorded {
+        let connection = try SeedFileProbe.openImmutable(seed)
+        defer { connection.close() }
+        let text = try connection.scalar(
+            "SELECT value FROM _synchro_meta WHERE key = ?1", [.text(SeedMetaKey.schemaManifest.rawValue)])?.textValue
+        let manifest = try ClientManifest(bytes: Array((text ?? "").utf8))
+        let scopes = try connection.query("SELECT scope_id FROM _synchro_scopes") { try $0.text(at: 0) }
+        var audit = SeedRowAudit(connection: connection, manifest: manifest, knownScopes: Set(scopes),
+                                 checks: .publication)
+        if split {
+            audit.reopen = { try SeedFileProbe.openImmutable(seed) }
+            audit.splitMinimumRows = 2
+            audit.splitMaximumRows = Int.max
+        }
+        let collector = FindingCollector(limit: limit)
+        var recorded = Recorded()
+        do {
+            let result = try audit.run(into: collector)
+            recorded.rows = result.rows
+            recorded.scopes = result.scopes.mapValues { "\($0.edges) \($0.digest.map(Hex.encode) ?? "-")" }
+            recorded.issues = result.issues
+        } catch {
+            recorded.failure = "\(error)"
+        }
+        (recorded.findings, recorded.evaluated) = collector.finish()
+        return recorded
+    }
+
+    @Test("the clean export: same rows, scope tallies and no findings", .timeLimit(.minutes(2)))
+    func cleanSeed() throws {
+        let directory = try TemporaryDirectory(prefix: "seedkit-split")
+        let seed = try VerifyFixtures.cleanCopy(in: directory)
+        let whole = try Self.audit(seed, split: false)
+        let halves = try Self.audit(seed, split: true)
+        #expect(halves == whole)
+        #expect(halves.findings == [])
+        #expect(halves.rows > VerifyFixtures.products)
+        #expect(!halves.scopes.isEmpty)
+    }
+
+    @Test("every tampered seed: the same findings, in the same order, as one scan",
+          .timeLimit(.minutes(2)), arguments: Tamper.corpus)
+    func tamperedSeed(_ tamper: Tamper) throws {
+        let directory = try TemporaryDirectory(prefix: "seedkit-split")
+        let seed = try VerifyFixtures.cleanCopy(in: directory)
+        try tamper.apply(seed)
+        guard let whole = try? Self.audit(seed, split: false) else { return }
+        let halves = try Self.audit(seed, split: true)
+        #expect(halves == whole, "\(tamper.name)")
+    }
+
+    @Test("damage in both halves: ordinals past the middle, the listing limit across halves")
+    func damageInBothHalves() throws {
+        let directory = try TemporaryDirectory(prefix: "seedkit-split")
+        let seed = try VerifyFixtures.cleanCopy(in: directory)
+        // Every product altered (a digest mismatch per row); one row value invalid in each half; a row without
+        // its version in the upper half.
+        try VerifyFixtures.modify(seed, """
+            UPDATE products SET title = title || '!';
+            UPDATE products SET active = 0.5 WHERE id IN ((SELECT min(id) FROM products) + 10,
+                                                          (SELECT max(id) FROM products) - 10);
+            DELETE FROM _synchro_row_versions WHERE table_name = 'products'
+                AND record_id = CAST((SELECT max(id) FROM products) - 3 AS TEXT);
+            """)
+        for limit in [1, 5, 1000] {
+            let whole = try Self.audit(seed, split: false, limit: limit)
+            let halves = try Self.audit(seed, split: true, limit: limit)
+            #expect(halves == whole, "limit \(limit)")
+            let invalid = halves.findings.filter { $0.check == .rowValueInvalid && $0.table == "products" }
+            if limit == 1000 {
+                #expect(invalid.map(\.row) == [11, Int64(VerifyFixtures.products - 10)])
+                #expect(halves.findings.contains {
+                    $0.check == .rowWithoutVersion && $0.row == Int64(VerifyFixtures.products - 3)
+                })
+            }
+        }
+    }
+
+    @Test("rows joined from two halves keep their positions, digests and identity order")
+    func appendedRowsMatchOneScan() throws {
+        let manifest = try AuditedRowsTests.threeKeyTypesManifest()
+        let table = try #require(manifest.localSchema.first { $0.tableID == "tbl_int" })
+        let key = try #require(table.primaryKeyColumn)
+        // Upper halves whose first rows have an identity, and one whose lower half has none (it takes the upper
+        // half's prefix).
+        for lowerWithoutIdentities in [false, true] {
+            let one = AuditedRows(table: table, key: key)
+            let lower = AuditedRows(table: table, key: key)
+            let upper = AuditedRows(table: table, key: key)
+            for rowid in Int64(1)...8 {
+                let digest = rowid == 6 ? nil : [UInt8](repeating: UInt8(rowid), count: 32)
+                let withIdentity = rowid == 7 || !(lowerWithoutIdentities && rowid <= 4)
+                let identity = withIdentity ? try RowIdentity(
+                    manifest: manifest.manifest, tableID: "tbl_int", primaryKey: .number(JSONNumber(100 - rowid)))
+                    : nil
+                one.append(rowid: rowid * 3, identity: identity, digest: digest)
+                (rowid <= 4 ? lower : upper).append(rowid: rowid * 3, identity: identity, digest: digest)
+            }
+            upper.versionDigests[1] = [9]
+            upper.withoutVersion.insert(2)
+            upper.versionsMatched = 3
+            lower.versionsMatched = 4
+            lower.append(contentsOf: upper)
+            #expect(lower.count == one.count)
+            #expect(lower.versionDigests == [5: [9]])
+            #expect(lower.withoutVersion == [6])
+            #expect(lower.versionsMatched == 7)
+            #expect(lower.allIdentitiesSharePrefix == one.allIdentitiesSharePrefix)
+            for position in 0..<one.count {
+                #expect(lower.digest(at: position) == one.digest(at: position))
+                #expect(lower.identity(at: position) == one.identity(at: position))
+                #expect(lower.isDigested(position) == one.isDigested(position))
+                #expect(lower.position(of: Int64(position + 1) * 3) == position)
+            }
+            var positions: [UInt32] = (0..<UInt32(one.count)).filter { one.identity(at: Int($0)) != nil }
+            var expected = positions
+            lower.sortByIdentity(&positions)
+            one.sortByIdentity(&expected)
+            #expect(positions == expected)
+        }
+    }
+}
