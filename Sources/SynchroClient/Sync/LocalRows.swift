@@ -180,14 +180,23 @@ struct LocalRows {
     /// The stored forms of `records` under `manifest` (``StoredRecord``), in page order.
     static func storedRecords(_ records: [VerifiedRow], manifest: ClientManifest) throws -> [StoredRecord] {
         let tables = Dictionary(manifest.localSchema.map { ($0.tableID, $0) }, uniquingKeysWith: { first, _ in first })
+        // Per table, where each column's member was in the last row: rows of one page list their members in the
+        // same order, so one key comparison per column finds it (a search otherwise).
+        var positions: [String: [Int]] = [:]
         return try records.map { row in
             guard let table = tables[row.tableID] else { throw SyncError.invalidState(reason: "unknown table ID") }
-            let object = row.row.objectValue ?? JSONObject([])
+            let members = row.row.objectValue?.members ?? []
+            var position = positions[row.tableID] ?? Array(repeating: -1, count: table.columns.count)
             var values: [SQLiteValue] = []
             values.reserveCapacity(table.columns.count)
-            for column in table.columns {
-                values.append(try sqliteValue(object[column.fieldID] ?? .null, type: column.logicalType))
+            for (index, column) in table.columns.enumerated() {
+                let guess = position[index]
+                let member: Int? = guess >= 0 && guess < members.count && members[guess].key.exactlyEquals(column.fieldID)
+                    ? guess : members.firstIndex { $0.key.exactlyEquals(column.fieldID) }
+                position[index] = member ?? -1
+                values.append(try sqliteValue(member.map { members[$0].value } ?? .null, type: column.logicalType))
             }
+            positions[row.tableID] = position
             return StoredRecord(
                 tableID: row.tableID, tableName: table.tableName, recordID: recordID(row.primaryKey), values: values,
                 serverVersion: row.serverVersion, versionChecksum: try checksumText(row.digest),
