@@ -22,7 +22,8 @@ struct ScopeTextAffinityTests {
             EdgeTable(
                 rootPage: try db.scalar(
                     "SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = '_synchro_scope_rows'"),
-                sql: try db.scalar("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = '_synchro_scope_rows'"),
+                sql: try db.scalar(
+                    "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = '_synchro_scope_rows'"),
                 rows: try db.rows("""
                     SELECT rowid, scope_id, table_name, record_id, checksum, typeof(checksum), generation
                     FROM _synchro_scope_rows ORDER BY rowid

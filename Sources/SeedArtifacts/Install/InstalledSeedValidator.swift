@@ -177,7 +177,8 @@ struct InstalledSeedValidator {
         _ tables: [(String, [(String, Bool)])], pages: SeedPageIdentity?, _ connection: Connection
     ) throws -> Bool {
         for (table, columns) in tables {
-            if let pages, pages.proves(table: table, on: connection) || pages.provesByCells(table: table, on: connection)
+            if let pages,
+                pages.proves(table: table, on: connection) || pages.provesByCells(table: table, on: connection)
             {
                 continue
             }

@@ -9,9 +9,9 @@ import Synchronization
 /// receipt (about 1.3 MB for 1000 rows) per transaction, so every few pages the engine thread stopped to copy.
 /// During a bulk apply (``ClientStore/beginBulkApply()``) the engine connection does not checkpoint; when a commit
 /// leaves the log that long, this checkpointer runs a `PASSIVE` checkpoint on its own connection and thread,
-/// which copies what no reader needs while the engine writes on (SQLite serializes checkpoints itself and a passive one never
-/// waits). The next commit after a complete checkpoint restarts the log, as before. Nothing here is durable
-/// state: an interrupted checkpoint is resumed by the next one.
+/// which copies what no reader needs while the engine writes on (SQLite serializes checkpoints itself, and a
+/// passive one never waits). The next commit after a complete checkpoint restarts the log, as before. Nothing here
+/// is durable state: an interrupted checkpoint is resumed by the next one.
 final class WALCheckpointer: Sendable {
     private let path: String
     private let queue = DispatchQueue(label: "seedkit.wal-checkpoint", qos: .userInitiated)

@@ -191,7 +191,8 @@ struct LocalRows {
             values.reserveCapacity(table.columns.count)
             for (index, column) in table.columns.enumerated() {
                 let guess = position[index]
-                let member: Int? = guess >= 0 && guess < members.count && members[guess].key.exactlyEquals(column.fieldID)
+                let member: Int? =
+                    guess >= 0 && guess < members.count && members[guess].key.exactlyEquals(column.fieldID)
                     ? guess : members.firstIndex { $0.key.exactlyEquals(column.fieldID) }
                 position[index] = member ?? -1
                 values.append(try sqliteValue(member.map { members[$0].value } ?? .null, type: column.logicalType))
@@ -204,9 +205,10 @@ struct LocalRows {
         }
     }
 
-    /// Writes one rebuild page as ``write(_:protected:)`` and ``upsertEdge(scope:tableName:recordID:digest:generation:)``
-    /// do record by record — rows that `protected` names are left alone, every row version and edge (of
-    /// `generation`) is upserted — in multi-row statements, in page order: each statement run costs a fixed setup
+    /// Writes one rebuild page as ``write(_:protected:)`` and
+    /// ``upsertEdge(scope:tableName:recordID:digest:generation:)`` do record by record — rows that `protected`
+    /// names are left alone, every row version and edge (of `generation`) is upserted — in multi-row statements,
+    /// in page order: each statement run costs a fixed setup
     /// (for a synced table, the capture triggers' program frame, a zeroed allocation of tens of kilobytes that
     /// SQLite makes per run even while capture is suppressed), paid once per statement instead of once per row.
     func writeRebuildPage(
@@ -428,7 +430,8 @@ struct LocalRows {
                     )
                 } else if let digest = check.digest(tableName: table.tableName, recordID: recordID) {
                     let primaryKey = Self.keyJSON(recordID: recordID, type: key.logicalType)
-                    entry = (try RowIdentity(manifest: manifest, tableID: table.tableID, primaryKey: primaryKey), digest)
+                    let identity = try RowIdentity(manifest: manifest, tableID: table.tableID, primaryKey: primaryKey)
+                    entry = (identity, digest)
                 } else {
                     readHere += 1
                     guard readHere <= Self.checkedScopeReadLimit,

@@ -223,7 +223,8 @@ public struct RebuildApplier: Sendable {
         let expected = try SyncExchange.mapping { try CanonicalJSON.encode(try request(for: attempt).json) }
         guard expected == requestBody else { throw .invalidState(reason: "the request is not the attempt's") }
         return try apply(
-            json: try Self.parse(responseBody), responseBytes: responseBody, requestBytes: requestBody, attempt: attempt)
+            json: try Self.parse(responseBody), responseBytes: responseBody, requestBytes: requestBody,
+            attempt: attempt)
     }
 
     /// Starts or resumes the attempt of `scope` and runs pages until the final one verifies.

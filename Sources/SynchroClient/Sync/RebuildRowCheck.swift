@@ -38,7 +38,9 @@ final class RebuildRowCheck: Sendable {
         }
 
         var octets: [UInt8] {
-            [digest.0, digest.1, digest.2, digest.3].flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> (56 - 8 * $0)) } }
+            [digest.0, digest.1, digest.2, digest.3].flatMap { word in
+                (0..<8).map { UInt8(truncatingIfNeeded: word >> (56 - 8 * $0)) }
+            }
         }
     }
 

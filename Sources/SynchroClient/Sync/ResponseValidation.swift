@@ -271,8 +271,7 @@ struct RebuildPage: Sendable {
         var records: [VerifiedRow] = []
         var seen: Set<RowIdentity> = []
         for record in try top.array("records") {
-            let reader = try ResponseReader(
-                record, path: "records[]", required: ["table", "pk", "row", "row_checksum", "server_version"])
+            let reader = try ResponseReader(record, path: "records[]", required: Self.recordMembers)
             let verified = try VerifiedRow.verify(reader, digester: &digester)
             guard seen.insert(verified.identity).inserted else {
                 throw .contract(rule: "duplicate_record", member: "records[]")
@@ -281,6 +280,9 @@ struct RebuildPage: Sendable {
         }
         self.records = records
     }
+
+    /// The members of every record.
+    private static let recordMembers: Set<String> = ["table", "pk", "row", "row_checksum", "server_version"]
 }
 
 // MARK: - Pull

@@ -25,7 +25,10 @@ public struct ExactObjectReader: Sendable {
         _ value: JSONValue, path: String, required: Set<String>, optional: Set<String> = []
     ) throws(Violation) {
         guard case .object(let object) = value else { throw Violation("not_an_object", path) }
-        for name in required.sorted() where object[name] == nil {
+        // Sorted only to name the first missing member in a stable order, once one is missing.
+        if required.contains(where: { object[$0] == nil }),
+            let name = required.sorted().first(where: { object[$0] == nil })
+        {
             throw Violation("missing_member", Self.join(path, name))
         }
         for member in object.members where !required.contains(member.key) && !optional.contains(member.key) {
