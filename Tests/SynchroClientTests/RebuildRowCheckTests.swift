@@ -15,6 +15,17 @@ struct RebuildRowCheckTests {
         try fixture.connect()
     }
 
+    /// The record ID of the first product of the catalog scope (on the first page).
+    private func firstProductID() throws -> String {
+        try #require(try fixture.store.readSyncState { connection in
+            try connection.scalar("""
+                SELECT record_id FROM _synchro_scope_rows WHERE table_name = 'products'
+                ORDER BY CAST(record_id AS INTEGER) LIMIT 1
+                """)?
+                .textValue
+        })
+    }
+
     @Test("rows read back after their page committed give the same finality digest as reading every row again")
     func sameDigest() throws {
         let applier = RebuildApplier(context: fixture.context)
@@ -25,13 +36,7 @@ struct RebuildRowCheckTests {
         #expect(pages >= 2)
         #expect(try fixture.scopes().first { $0.id == "catalog" }?.cursor != nil, "finality verified")
         check.drain()
-        let recordID = try #require(try fixture.store.readSyncState { connection in
-            try connection.scalar("""
-                SELECT record_id FROM _synchro_scope_rows WHERE table_name = 'products'
-                ORDER BY CAST(record_id AS INTEGER) LIMIT 1
-                """)?
-                .textValue
-        })
+        let recordID = try firstProductID()
         #expect(check.digest(tableName: "products", recordID: recordID) != nil, "pages were read back")
         check.willWrite([(tableName: "products", recordID: recordID)])
         #expect(check.digest(tableName: "products", recordID: recordID) == nil, "a later write voids it")
@@ -44,13 +49,7 @@ struct RebuildRowCheckTests {
         let check = try applier.rowCheck()
         _ = try applier.runPage(scope: "catalog", ahead: nil, check: check)
         check.drain()
-        let recordID = try #require(try fixture.store.readSyncState { connection in
-            try connection.scalar("""
-                SELECT record_id FROM _synchro_scope_rows WHERE table_name = 'products'
-                ORDER BY CAST(record_id AS INTEGER) LIMIT 1
-                """)?
-                .textValue
-        })
+        let recordID = try firstProductID()
         #expect(check.digest(tableName: "products", recordID: recordID) != nil)
         // Another connection changes the row without capture (as a foreign tool would): not protected, so its
         // digest must be computed from what is stored now.

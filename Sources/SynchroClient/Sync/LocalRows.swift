@@ -396,22 +396,14 @@ struct LocalRows {
             try connection.cachedStatement("PRAGMA data_version").scalar()?.integerValue == check.dataVersion
         else { return nil }
         check.drain()
-        guard let cardinality = try connection.cachedStatement(
-            "SELECT count(*) FROM _synchro_scope_rows WHERE scope_id = ?"
-        ).scalar([.text(scope)])?.integerValue, cardinality >= 0,
-            var accumulator = try? ScopeDigestAccumulator(
-                schemaHash: manifest.schemaHashOctets, scopeID: scope, cardinality: UInt64(cardinality))
-        else { return nil }
+        guard var accumulator = try accumulator(scope: scope) else { return nil }
         var digester = StoredRowDigester(manifest: manifest)
         var readHere = 0
         for table in tablesInIdentityOrder {
             guard let key = table.primaryKeyColumn, let order = Self.identityOrder(key.logicalType),
                 let layout = digester.layout(for: table)
             else { return nil }
-            guard let protected = try? Set(connection.query(
-                Self.protectedRecordIDsSQL, [.text(table.tableName), .text(table.tableName)]
-            ) { try $0.text(at: 0) })
-            else { return nil }
+            guard let protected = protectedRecordIDs(of: table) else { return nil }
             let edges = try connection.prepare("""
                 SELECT record_id, checksum FROM _synchro_scope_rows WHERE scope_id = ? AND table_name = ?
                 ORDER BY \(order)
@@ -450,6 +442,23 @@ struct LocalRows {
         }
         guard let digest = try? accumulator.finalize() else { return nil }
         return try Checksum(digest: digest)
+    }
+
+    /// The streaming scope digest of `scope`, declared with its edge count; nil when that cannot be read.
+    private func accumulator(scope: String) throws -> ScopeDigestAccumulator? {
+        guard let cardinality = try connection.cachedStatement(
+            "SELECT count(*) FROM _synchro_scope_rows WHERE scope_id = ?"
+        ).scalar([.text(scope)])?.integerValue, cardinality >= 0
+        else { return nil }
+        return try? ScopeDigestAccumulator(
+            schemaHash: manifest.schemaHashOctets, scopeID: scope, cardinality: UInt64(cardinality))
+    }
+
+    /// The protected record IDs of `table` at once (a handful: local intents), not one query per edge.
+    private func protectedRecordIDs(of table: LocalSchemaTable) -> Set<String>? {
+        try? Set(connection.query(Self.protectedRecordIDsSQL, [.text(table.tableName), .text(table.tableName)]) {
+            try $0.text(at: 0)
+        })
     }
 
     /// The synced tables in row-identity order: identities of two tables first differ in text(table_id), its
@@ -502,22 +511,13 @@ struct LocalRows {
     /// value that path does not vouch for, an unknown table, an identity out of order or repeated — and the
     /// caller then runs ``audit(scope:detailed:)``, which decides.
     private func streamedScopeDigest(scope: String) throws -> Checksum? {
-        guard let cardinality = try connection.cachedStatement(
-            "SELECT count(*) FROM _synchro_scope_rows WHERE scope_id = ?"
-        ).scalar([.text(scope)])?.integerValue, cardinality >= 0,
-            var accumulator = try? ScopeDigestAccumulator(
-                schemaHash: manifest.schemaHashOctets, scopeID: scope, cardinality: UInt64(cardinality))
-        else { return nil }
+        guard var accumulator = try accumulator(scope: scope) else { return nil }
         var digester = StoredRowDigester(manifest: manifest)
         for table in tablesInIdentityOrder {
             guard let key = table.primaryKeyColumn, let order = Self.identityOrder(key.logicalType),
                 let layout = digester.layout(for: table)
             else { return nil }
-            // The table's protected rows at once (a handful: local intents), not one query per edge.
-            guard let protected = try? Set(connection.query(
-                Self.protectedRecordIDsSQL, [.text(table.tableName), .text(table.tableName)]
-            ) { try $0.text(at: 0) })
-            else { return nil }
+            guard let protected = protectedRecordIDs(of: table) else { return nil }
             let statement = try connection.cachedStatement(Self.streamedEdgesSQL(table, key: key, order: order))
             try statement.bind([.text(scope), .text(table.tableName)])
             defer { statement.reset() }
