@@ -415,15 +415,9 @@ struct LocalRows {
                 let recordID = try edges.text(at: 0)
                 let entry: (identity: RowIdentity, digest: [UInt8])
                 if protected.contains(recordID) {
-                    let primaryKey = Self.keyJSON(recordID: recordID, type: key.logicalType)
-                    entry = (
-                        try RowIdentity(manifest: manifest, tableID: table.tableID, primaryKey: primaryKey),
-                        Hex.decode(try edges.text(at: 1)) ?? []
-                    )
+                    entry = (try identity(table, key, recordID), Hex.decode(try edges.text(at: 1)) ?? [])
                 } else if let digest = check.digest(tableName: table.tableName, recordID: recordID) {
-                    let primaryKey = Self.keyJSON(recordID: recordID, type: key.logicalType)
-                    let identity = try RowIdentity(manifest: manifest, tableID: table.tableID, primaryKey: primaryKey)
-                    entry = (identity, digest)
+                    entry = (try identity(table, key, recordID), digest)
                 } else {
                     readHere += 1
                     guard readHere <= Self.checkedScopeReadLimit,
@@ -459,6 +453,12 @@ struct LocalRows {
         try? Set(connection.query(Self.protectedRecordIDsSQL, [.text(table.tableName), .text(table.tableName)]) {
             try $0.text(at: 0)
         })
+    }
+
+    /// The row identity of `recordID` in `table`, from the record ID (protected rows, rows digested elsewhere).
+    private func identity(_ table: LocalSchemaTable, _ key: LocalSchemaColumn, _ recordID: String) throws -> RowIdentity {
+        try RowIdentity(
+            manifest: manifest, tableID: table.tableID, primaryKey: Self.keyJSON(recordID: recordID, type: key.logicalType))
     }
 
     /// The synced tables in row-identity order: identities of two tables first differ in text(table_id), its
@@ -525,9 +525,7 @@ struct LocalRows {
                 let entry: (identity: RowIdentity, digest: [UInt8])?
                 let recordID = try statement.text(at: 0)
                 if protected.contains(recordID) {
-                    let primaryKey = Self.keyJSON(recordID: recordID, type: key.logicalType)
-                    let identity = try RowIdentity(manifest: manifest, tableID: table.tableID, primaryKey: primaryKey)
-                    entry = (identity, Hex.decode(try statement.text(at: 1)) ?? [])
+                    entry = (try identity(table, key, recordID), Hex.decode(try statement.text(at: 1)) ?? [])
                 } else {
                     entry = Self.storedEntry(statement, layout: layout, digester: &digester)
                 }
