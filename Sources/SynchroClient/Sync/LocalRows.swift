@@ -456,9 +456,11 @@ struct LocalRows {
     }
 
     /// The row identity of `recordID` in `table`, from the record ID (protected rows, rows digested elsewhere).
-    private func identity(_ table: LocalSchemaTable, _ key: LocalSchemaColumn, _ recordID: String) throws -> RowIdentity {
-        try RowIdentity(
-            manifest: manifest, tableID: table.tableID, primaryKey: Self.keyJSON(recordID: recordID, type: key.logicalType))
+    private func identity(
+        _ table: LocalSchemaTable, _ key: LocalSchemaColumn, _ recordID: String
+    ) throws -> RowIdentity {
+        let primaryKey = Self.keyJSON(recordID: recordID, type: key.logicalType)
+        return try RowIdentity(manifest: manifest, tableID: table.tableID, primaryKey: primaryKey)
     }
 
     /// The synced tables in row-identity order: identities of two tables first differ in text(table_id), its
