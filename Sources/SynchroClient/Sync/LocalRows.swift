@@ -150,12 +150,8 @@ struct LocalRows {
             ?? isProtected(tableName: table.tableName, recordID: recordID)
         // The scopes whose digest may read the row forget it in setVersion below (same row, same edges).
         if !isProtected {
-            let object = row.row.objectValue ?? JSONObject([])
-            var values: [SQLiteValue] = []
-            values.reserveCapacity(table.columns.count)
-            for column in table.columns {
-                values.append(try Self.sqliteValue(object[column.fieldID] ?? .null, type: column.logicalType))
-            }
+            var positions: [Int] = []
+            let values = try Self.columnValues(of: row, in: table, positions: &positions)
             try connection.cachedStatement(upserts[row.tableID] ?? Self.upsertSQL(table)).run(values)
         }
         try setVersion(
@@ -180,29 +176,36 @@ struct LocalRows {
     /// The stored forms of `records` under `manifest` (``StoredRecord``), in page order.
     static func storedRecords(_ records: [VerifiedRow], manifest: ClientManifest) throws -> [StoredRecord] {
         let tables = Dictionary(manifest.localSchema.map { ($0.tableID, $0) }, uniquingKeysWith: { first, _ in first })
-        // Per table, where each column's member was in the last row: rows of one page list their members in the
-        // same order, so one key comparison per column finds it (a search otherwise).
         var positions: [String: [Int]] = [:]
         return try records.map { row in
             guard let table = tables[row.tableID] else { throw SyncError.invalidState(reason: "unknown table ID") }
-            let members = row.row.objectValue?.members ?? []
-            var position = positions[row.tableID] ?? Array(repeating: -1, count: table.columns.count)
-            var values: [SQLiteValue] = []
-            values.reserveCapacity(table.columns.count)
-            for (index, column) in table.columns.enumerated() {
-                let guess = position[index]
-                let member: Int? =
-                    guess >= 0 && guess < members.count && members[guess].key.exactlyEquals(column.fieldID)
-                    ? guess : members.firstIndex { $0.key.exactlyEquals(column.fieldID) }
-                position[index] = member ?? -1
-                values.append(try sqliteValue(member.map { members[$0].value } ?? .null, type: column.logicalType))
-            }
-            positions[row.tableID] = position
+            let values = try columnValues(of: row, in: table, positions: &positions[row.tableID, default: []])
             return StoredRecord(
                 tableID: row.tableID, tableName: table.tableName, recordID: recordID(row.primaryKey), values: values,
                 serverVersion: row.serverVersion, versionChecksum: try checksumText(row.digest),
                 edgeDigest: Hex.encode(row.digest))
         }
+    }
+
+    /// The SQLite values of `row`'s columns of `table`, in declaration order; an absent member is NULL.
+    /// `positions` remembers where each column's member was in the previous row of the table: rows of one page list
+    /// their members in the same order, so one key comparison per column finds it (a search otherwise).
+    static func columnValues(
+        of row: VerifiedRow, in table: LocalSchemaTable, positions: inout [Int]
+    ) throws -> [SQLiteValue] {
+        let members = row.row.objectValue?.members ?? []
+        if positions.count != table.columns.count { positions = Array(repeating: -1, count: table.columns.count) }
+        var values: [SQLiteValue] = []
+        values.reserveCapacity(table.columns.count)
+        for (index, column) in table.columns.enumerated() {
+            let guess = positions[index]
+            let member: Int? =
+                guess >= 0 && guess < members.count && members[guess].key.exactlyEquals(column.fieldID)
+                ? guess : members.firstIndex { $0.key.exactlyEquals(column.fieldID) }
+            positions[index] = member ?? -1
+            values.append(try sqliteValue(member.map { members[$0].value } ?? .null, type: column.logicalType))
+        }
+        return values
     }
 
     /// Writes one rebuild page as ``write(_:protected:)`` and
@@ -427,15 +430,12 @@ struct LocalRows {
                     else { return nil }
                     entry = row
                 }
-                do {
-                    try accumulator.add(identity: entry.identity, rowDigest: entry.digest)
-                } catch {
+                guard (try? accumulator.add(identity: entry.identity, rowDigest: entry.digest)) != nil else {
                     return nil
                 }
             }
         }
-        guard let digest = try? accumulator.finalize() else { return nil }
-        return try Checksum(digest: digest)
+        return try Self.checksum(of: accumulator)
     }
 
     /// The streaming scope digest of `scope`, declared with its edge count; nil when that cannot be read.
@@ -461,6 +461,12 @@ struct LocalRows {
     ) throws -> RowIdentity {
         let primaryKey = Self.keyJSON(recordID: recordID, type: key.logicalType)
         return try RowIdentity(manifest: manifest, tableID: table.tableID, primaryKey: primaryKey)
+    }
+
+    /// The scope checksum `accumulator` gives, or nil when it refuses (an edge count that does not match).
+    private static func checksum(of accumulator: consuming ScopeDigestAccumulator) throws -> Checksum? {
+        guard let digest = try? accumulator.finalize() else { return nil }
+        return try Checksum(digest: digest)
     }
 
     /// The synced tables in row-identity order: identities of two tables first differ in text(table_id), its
@@ -532,15 +538,12 @@ struct LocalRows {
                     entry = Self.storedEntry(statement, layout: layout, digester: &digester)
                 }
                 guard let entry else { return nil }
-                do {
-                    try accumulator.add(identity: entry.identity, rowDigest: entry.digest)
-                } catch {
+                guard (try? accumulator.add(identity: entry.identity, rowDigest: entry.digest)) != nil else {
                     return nil
                 }
             }
         }
-        guard let digest = try? accumulator.finalize() else { return nil }
-        return try Checksum(digest: digest)
+        return try Self.checksum(of: accumulator)
     }
 
     /// The edges of one scope (`?1`) and table (`?2`) in row-identity order, each with whether its row matches
