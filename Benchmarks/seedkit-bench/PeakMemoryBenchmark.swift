@@ -34,27 +34,26 @@ private struct PeakMemoryBenchmark {
         let baselines = try run(seedkit, catalogRows: small)
         let measured = try run(seedkit, catalogRows: large)
         var figures: [BenchmarkFigure] = []
-        for (measurement, baseline) in zip(measured, baselines) {
-            figures.append(BenchmarkFigure(
-                name: "memory.\(measurement.command) (\(measurement.rows) catalog rows)",
-                value: Self.megabytes(measurement.outcome.maxResidentBytes), unit: "MB max RSS",
+        func figure(
+            _ measurement: Measurement, _ baseline: Measurement, _ suffix: String,
+            _ bytes: KeyPath<ChildProcess.Outcome, Int>, unit: String
+        ) -> BenchmarkFigure {
+            BenchmarkFigure(
+                name: "memory.\(measurement.command) (\(measurement.rows) catalog rows)\(suffix)",
+                value: Self.megabytes(measurement.outcome[keyPath: bytes]), unit: unit,
                 baseline: .init(
-                    value: Self.megabytes(baseline.outcome.maxResidentBytes),
-                    unit: "MB at \(baseline.rows) catalog rows")))
+                    value: Self.megabytes(baseline.outcome[keyPath: bytes]),
+                    unit: "MB at \(baseline.rows) catalog rows"))
         }
         for (measurement, baseline) in zip(measured, baselines) {
-            figures.append(BenchmarkFigure(
-                name: "memory.\(measurement.command) (\(measurement.rows) catalog rows) anonymous, sampled",
-                value: Self.megabytes(measurement.outcome.sampledAnonymousBytes), unit: "MB RssAnon",
-                baseline: .init(
-                    value: Self.megabytes(baseline.outcome.sampledAnonymousBytes),
-                    unit: "MB at \(baseline.rows) catalog rows")))
-            figures.append(BenchmarkFigure(
-                name: "memory.\(measurement.command) (\(measurement.rows) catalog rows) file-backed, sampled",
-                value: Self.megabytes(measurement.outcome.sampledFileBytes), unit: "MB RssFile (binary, mapped files)",
-                baseline: .init(
-                    value: Self.megabytes(baseline.outcome.sampledFileBytes),
-                    unit: "MB at \(baseline.rows) catalog rows")))
+            figures.append(figure(measurement, baseline, "", \.maxResidentBytes, unit: "MB max RSS"))
+        }
+        for (measurement, baseline) in zip(measured, baselines) {
+            figures.append(figure(
+                measurement, baseline, " anonymous, sampled", \.sampledAnonymousBytes, unit: "MB RssAnon"))
+            figures.append(figure(
+                measurement, baseline, " file-backed, sampled", \.sampledFileBytes,
+                unit: "MB RssFile (binary, mapped files)"))
         }
         for measurement in measured {
             let cpu = BenchmarkFigure.format(measurement.outcome.cpu.seconds)
