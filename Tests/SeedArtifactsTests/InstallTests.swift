@@ -153,9 +153,7 @@ struct InstallTests {
     func untouchedTablesAreProvenByPages() throws {
         let directory = try TemporaryDirectory(prefix: "seedkit-install")
         let seed = try VerifyFixtures.cleanCopy(in: directory)
-        let staged = directory.path(".app.db.seed-pages")
-        try SeedStaging.copy(seed, to: staged)
-        try VerifyFixtures.migrateAsInstaller(staged)
+        let staged = try VerifyFixtures.migratedCopy(of: seed, named: ".app.db.seed-pages", in: directory)
 
         func proven(_ table: String) throws -> Bool {
             try VerifyFixtures.pageIdentity(copy: staged, seed: seed) { $0.proves(table: table, on: $1) }
@@ -180,9 +178,7 @@ struct InstallTests {
         // A title longer than a page spills to an overflow chain of two pages.
         try VerifyFixtures.modify(
             seed, "UPDATE products SET title = hex(zeroblob(3000)) WHERE id = (SELECT min(id) FROM products)")
-        let staged = directory.path(".app.db.seed-overflow")
-        try SeedStaging.copy(seed, to: staged)
-        try VerifyFixtures.migrateAsInstaller(staged)
+        let staged = try VerifyFixtures.migratedCopy(of: seed, named: ".app.db.seed-overflow", in: directory)
 
         func walk(_ table: String) throws -> SeedPageIdentity.Walk? {
             var outcome: SeedPageIdentity.Walk?
@@ -259,6 +255,14 @@ struct InstallTests {
 extension VerifyFixtures {
     /// Opens the staged copy `staged` of a seed with the client store, which migrates it as the installer does,
     /// closes it and removes its sidecars.
+    /// `seed` copied to `name` in `directory` and migrated as the installer does; returns the copy's path.
+    static func migratedCopy(of seed: String, named name: String, in directory: TemporaryDirectory) throws -> String {
+        let staged = directory.path(name)
+        try SeedStaging.copy(seed, to: staged)
+        try migrateAsInstaller(staged)
+        return staged
+    }
+
     static func migrateAsInstaller(_ staged: String) throws {
         let store = try ClientStore(configuration: ClientStoreConfiguration(path: staged, clientID: "seedkit-test"))
         store.close()

@@ -114,9 +114,7 @@ struct StagingInMemoryTests {
         // A trigger on the edge table makes v13 copy it (DROP TABLE drops the trigger) instead of keeping it.
         try VerifyFixtures.modify(
             seed, "CREATE TRIGGER seedkit_test_edges AFTER DELETE ON _synchro_scope_rows BEGIN SELECT 1; END")
-        let staged = directory.path(".app.db.seed-cells")
-        try SeedStaging.copy(seed, to: staged)
-        try VerifyFixtures.migrateAsInstaller(staged)
+        let staged = try VerifyFixtures.migratedCopy(of: seed, named: ".app.db.seed-cells", in: directory)
 
         func proven(_ table: String) throws -> Bool {
             try VerifyFixtures.pageIdentity(copy: staged, seed: seed) { $0.provesByCells(table: table, on: $1) }

@@ -69,7 +69,7 @@ struct BlockingErrorTests {
     func unsupportedRefusesUntilReset() throws {
         let fixture = try SyncFixture(rows: 60, pageLimit: 40)
         let transport = CycleTransport(server: fixture.server)
-        let cycle = CycleRecorder().cycle(SyncContext(store: fixture.store, transport: transport, pageLimit: 40))
+        let cycle = CycleRecorder().cycle(fixture.context(over: transport))
         _ = try cycle.run()
         try SchemaPublisher(fixture.server).publish(transition: "class_4") {
             $0.removeField("tbl_tasks", "fld_task_due")
@@ -96,7 +96,7 @@ struct BlockingErrorTests {
     func retryErrorNeedsAcknowledgement() throws {
         let fixture = try SyncFixture(rows: 60, pageLimit: 40)
         let transport = CycleTransport(server: fixture.server)
-        let cycle = CycleRecorder().cycle(SyncContext(store: fixture.store, transport: transport, pageLimit: 40))
+        let cycle = CycleRecorder().cycle(fixture.context(over: transport))
         _ = try cycle.run()
         try Self.storeBlockingError(fixture.storeFixture, recoveryAction: "retry")
         transport.reset()

@@ -21,7 +21,7 @@ struct DurableBackoffTests {
         transport = CycleTransport(server: fixture.server)
     }
 
-    var context: SyncContext { SyncContext(store: fixture.store, transport: transport, pageLimit: 40) }
+    var context: SyncContext { fixture.context(over: transport) }
 
     /// A cycle whose waits advance the clock and record what the store held at that moment; jitter draws
     /// `random`.

@@ -21,7 +21,7 @@ struct RejectedRowProtectionTests {
         transport = CycleTransport(server: fixture.server)
     }
 
-    var context: SyncContext { SyncContext(store: fixture.store, transport: transport, pageLimit: 40) }
+    var context: SyncContext { fixture.context(over: transport) }
 
     func cycle() -> SyncCycle { recorder.cycle(context) }
 

@@ -86,7 +86,7 @@ struct SchemaActionTests {
             $0.addField("tbl_products", "fld_product_origin", type: "string")
         }
         let transport = CycleTransport(server: fixture.server)
-        let context = SyncContext(store: fixture.store, transport: transport, pageLimit: 40)
+        let context = fixture.context(over: transport)
         let summary = try CycleRecorder().cycle(context).run()
 
         let paths = transport.paths

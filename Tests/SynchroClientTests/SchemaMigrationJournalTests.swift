@@ -26,7 +26,7 @@ struct SchemaMigrationJournalTests {
             [.text("note-journal-1"), .text("2026-01-02T03:04:05.000Z")])
     }
 
-    var context: SyncContext { SyncContext(store: fixture.store, transport: transport, pageLimit: 40) }
+    var context: SyncContext { fixture.context(over: transport) }
 
     func cycle() -> SyncCycle { CycleRecorder().cycle(context) }
 

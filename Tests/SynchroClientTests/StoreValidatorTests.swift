@@ -250,7 +250,7 @@ struct ExplicitRebuildTests {
         _ = try CycleRecorder().cycle(context).run()
     }
 
-    var context: SyncContext { SyncContext(store: fixture.store, transport: transport, pageLimit: 40) }
+    var context: SyncContext { fixture.context(over: transport) }
 
     func rebuildIDs() -> [String] {
         transport.bodies("/sync/rebuild").compactMap {

@@ -69,7 +69,7 @@ struct SyncCycleTests {
         transport = CycleTransport(server: fixture.server)
     }
 
-    var context: SyncContext { SyncContext(store: fixture.store, transport: transport, pageLimit: 40) }
+    var context: SyncContext { fixture.context(over: transport) }
 
     func runCycle() throws -> SyncSummary {
         try recorder.cycle(context).run()

@@ -58,6 +58,11 @@ final class SyncFixture {
 
     var context: SyncContext { SyncContext(store: store, transport: transport, pageLimit: pageLimit) }
 
+    /// The store and page limit over another transport (a cycle's metered or fault-injecting one).
+    func context(over transport: any SyncTransport) -> SyncContext {
+        SyncContext(store: store, transport: transport, pageLimit: pageLimit)
+    }
+
     /// Connects the fresh store.
     func connect() throws {
         try ConnectExchange(context: context).run()
