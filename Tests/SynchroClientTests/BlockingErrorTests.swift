@@ -65,12 +65,18 @@ struct BlockingErrorTests {
         observation.cancel()
     }
 
-    @Test("an unsupported schema refuses bare cycles without a request until the explicit reset recovers it")
-    func unsupportedRefusesUntilReset() throws {
+    /// A store synced once by a cycle over a recording transport, and that cycle.
+    private static func syncedCycle() throws -> (SyncFixture, CycleTransport, SyncCycle) {
         let fixture = try SyncFixture(rows: 60, pageLimit: 40)
         let transport = CycleTransport(server: fixture.server)
         let cycle = CycleRecorder().cycle(fixture.context(over: transport))
         _ = try cycle.run()
+        return (fixture, transport, cycle)
+    }
+
+    @Test("an unsupported schema refuses bare cycles without a request until the explicit reset recovers it")
+    func unsupportedRefusesUntilReset() throws {
+        let (fixture, transport, cycle) = try Self.syncedCycle()
         try SchemaPublisher(fixture.server).publish(transition: "class_4") {
             $0.removeField("tbl_tasks", "fld_task_due")
         }
@@ -94,10 +100,7 @@ struct BlockingErrorTests {
 
     @Test("a retry blocking error refuses until explicitly acknowledged; the acknowledgement changes nothing else")
     func retryErrorNeedsAcknowledgement() throws {
-        let fixture = try SyncFixture(rows: 60, pageLimit: 40)
-        let transport = CycleTransport(server: fixture.server)
-        let cycle = CycleRecorder().cycle(fixture.context(over: transport))
-        _ = try cycle.run()
+        let (fixture, transport, cycle) = try Self.syncedCycle()
         try Self.storeBlockingError(fixture.storeFixture, recoveryAction: "retry")
         transport.reset()
 
