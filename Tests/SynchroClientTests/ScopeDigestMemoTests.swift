@@ -131,9 +131,13 @@ struct RowVersionChecksumTextTests {
 
 @Suite("Rebuild page writes in multi-row upserts")
 struct RebuildPageBatchWriteTests {
-    @Test("pages of more rows than one statement holds write every row, leave a protected row alone and verify")
+    @Test("""
+        full pages in one statement per table and a last page in halved statements write every row, leave a \
+        protected row alone and verify
+        """)
     func largePagesKeepProtectedRows() throws {
-        let fixture = try SyncFixture(rows: 300, pageLimit: 200)
+        // 330 catalog rows in pages of 200: the last page's 130 rows take statements of 100, 25, 3, 1 and 1 rows.
+        let fixture = try SyncFixture(rows: 330, pageLimit: 200)
         try fixture.connectAndRebuild()
         let products = try fixture.count("SELECT count(*) FROM products")
         #expect(products > 200)

@@ -60,10 +60,11 @@ struct LocalRows {
             """
     }
 
-    /// Most rows of one multi-row upsert: 64, fewer for a wide table (SQLite binds at most 32,766 values).
-    private static func upsertBatchLimit(_ table: LocalSchemaTable) -> Int {
-        var limit = 64
-        while limit > 1, limit * max(1, table.columns.count) > 32_766 { limit /= 2 }
+    /// Most rows of one multi-row statement of `width` values per row: `rows`, halved while SQLite could not bind
+    /// them all (it binds at most 32,766 values).
+    private static func statementRows(_ rows: Int, width: Int) -> Int {
+        var limit = max(1, rows)
+        while limit > 1, limit * max(1, width) > 32_766 { limit /= 2 }
         return limit
     }
 
@@ -211,11 +212,18 @@ struct LocalRows {
     /// Writes one rebuild page as ``write(_:protected:)`` and
     /// ``upsertEdge(scope:tableName:recordID:digest:generation:)`` do record by record — rows that `protected`
     /// names are left alone, every row version and edge (of `generation`) is upserted — in multi-row statements,
-    /// in page order: each statement run costs a fixed setup
-    /// (for a synced table, the capture triggers' program frame, a zeroed allocation of tens of kilobytes that
-    /// SQLite makes per run even while capture is suppressed), paid once per statement instead of once per row.
+    /// in page order, one statement per table for a page of `pageLimit` records (smaller pages take statements of
+    /// `pageLimit` halved, so that few distinct statements are cached).
+    ///
+    /// Each statement run costs a fixed setup (for a synced table, the capture triggers' program frame, a zeroed
+    /// allocation of tens of kilobytes that SQLite makes per run even while capture is suppressed), and, inside the
+    /// page's transaction, a statement journal: SQLite saves every page the statement changes that existed before
+    /// it began, so that the statement alone can be undone (an upsert, or a synced table's `RAISE(ABORT)` capture
+    /// triggers, may abort mid-way). The synced table's secondary indexes take a page's rows at random positions, so
+    /// each statement journals most of their pages again: with 64-row statements a 100,000-row rebuild wrote 1.5 GB
+    /// of statement journals to temporary files, with one statement per page 170 MB.
     func writeRebuildPage(
-        _ records: [StoredRecord], scope: String, generation: Int64, protected: ProtectedRows
+        _ records: [StoredRecord], scope: String, generation: Int64, protected: ProtectedRows, pageLimit: Int
     ) throws {
         digests?.invalidate(scope: scope)
         var byTable: [String: [String]] = [:]
@@ -229,7 +237,8 @@ struct LocalRows {
         }
         for (tableID, values) in pending.sorted(by: { $0.key < $1.key }) {
             let table = try table(tableID)
-            try upsert(values, width: table.columns.count, limit: Self.upsertBatchLimit(table)) { rows in
+            let width = table.columns.count
+            try upsert(values, width: width, limit: Self.statementRows(pageLimit, width: width)) { rows in
                 Self.upsertSQL(table, rows: rows)
             }
         }
@@ -242,8 +251,8 @@ struct LocalRows {
             versions += [tableName, recordID, .text(record.serverVersion), .text(record.versionChecksum)]
             edges += [.text(scope), tableName, recordID, .text(record.edgeDigest), .integer(generation)]
         }
-        try upsert(versions, width: 4, limit: 64, sql: Self.versionUpsertSQL)
-        try upsert(edges, width: 5, limit: 64, sql: Self.edgeUpsertSQL)
+        try upsert(versions, width: 4, limit: Self.statementRows(pageLimit, width: 4), sql: Self.versionUpsertSQL)
+        try upsert(edges, width: 5, limit: Self.statementRows(pageLimit, width: 5), sql: Self.edgeUpsertSQL)
     }
 
     /// The row-version upsert of `rows` rows.
@@ -267,7 +276,8 @@ struct LocalRows {
     }
 
     /// Runs the multi-row statement `sql(rows)` over `values` (`width` values per row, row after row), in
-    /// statements of a power of two rows each, at most `limit` (so that few distinct statements are cached).
+    /// statements of `limit` rows, or `limit` halved as often as the remaining rows need (so that few distinct
+    /// statements are cached).
     private func upsert(
         _ values: [SQLiteValue], width: Int, limit: Int, sql: (_ rows: Int) -> String
     ) throws {

@@ -278,7 +278,9 @@ public struct RebuildApplier: Sendable {
             }
             let rows = LocalRows(connection: connection, manifest: manifest)
             let protected = try rows.protectedRows(of: page.records)
-            try rows.writeRebuildPage(records, scope: scope, generation: attempt.generation, protected: protected)
+            try rows.writeRebuildPage(
+                records, scope: scope, generation: attempt.generation, protected: protected,
+                pageLimit: Int(clamping: attempt.pageLimit))
             let finalChecksum = try page.checksum.map { try CanonicalJSON.string($0.json) }
             try connection.run("""
                 INSERT INTO _synchro_rebuild_page_receipts (scope_id, rebuild_id, request_cursor_is_null,
