@@ -1,9 +1,81 @@
+import CSQLite
+
 /// Whole-statement execution: bind, run to completion or iterate the rows, and leave the statement reusable.
 extension Statement {
     /// Binds `arguments` and runs the statement to completion, discarding any rows (e.g. from `RETURNING`).
+    ///
+    /// Text and blob arguments are not handed to SQLite to copy one by one: they are laid out in one buffer that
+    /// lives for the run and bound in place (`SQLITE_STATIC`), and the statement is reset and its parameters set
+    /// back to NULL before this returns, so that it never keeps a pointer into the buffer. A multi-row write binds
+    /// thousands of values, and SQLite's own copy of each (`SQLITE_TRANSIENT`) costs an allocation and a free.
     public func run(_ arguments: [SQLiteValue]) throws(SQLiteError) {
-        try bind(arguments)
-        while try step() {}
+        reset()
+        try requireParameterCount(arguments.count)
+        var length = 0
+        for argument in arguments {
+            switch argument {
+            case .text(let text): length += text.utf8.count
+            case .blob(let bytes): length += bytes.count
+            case .null, .integer, .real: break
+            }
+        }
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(length)
+        for argument in arguments {
+            switch argument {
+            case .text(let text): buffer.append(contentsOf: text.utf8)
+            case .blob(let bytes): buffer.append(contentsOf: bytes)
+            case .null, .integer, .real: break
+            }
+        }
+        let failure = buffer.withUnsafeBufferPointer { storage -> SQLiteError? in
+            defer {
+                sqlite3_reset(handle)
+                sqlite3_clear_bindings(handle)
+            }
+            var offset = 0
+            for (index, argument) in arguments.enumerated() {
+                let resultCode = bindInPlace(argument, at: Int32(index + 1), storage: storage, offset: &offset)
+                if resultCode != SQLITE_OK { return self.failure(resultCode) }
+            }
+            do throws(SQLiteError) {
+                while try step() {}
+            } catch {
+                return error
+            }
+            return nil
+        }
+        if let failure { throw failure }
+    }
+
+    /// Binds `argument` to parameter `position`, text and blob octets in place at `offset` of `storage`, which
+    /// must outlive the binding; advances `offset` past them.
+    private func bindInPlace(
+        _ argument: SQLiteValue, at position: Int32, storage: UnsafeBufferPointer<UInt8>, offset: inout Int
+    ) -> Int32 {
+        switch argument {
+        case .null:
+            return sqlite3_bind_null(handle, position)
+        case .integer(let integer):
+            return sqlite3_bind_int64(handle, position, integer)
+        case .real(let real):
+            return sqlite3_bind_double(handle, position, real)
+        case .text(let text):
+            let count = text.utf8.count
+            guard count > 0, let base = storage.baseAddress else {
+                return sqlite3_bind_text64(handle, position, "", 0, sqliteTransient, UInt8(SQLITE_UTF8))
+            }
+            defer { offset += count }
+            let characters = UnsafeRawPointer(base + offset).assumingMemoryBound(to: CChar.self)
+            return sqlite3_bind_text64(handle, position, characters, sqlite3_uint64(count), nil, UInt8(SQLITE_UTF8))
+        case .blob(let bytes):
+            // A nil pointer would bind NULL, so an empty blob is bound as a zero-length zeroblob.
+            guard !bytes.isEmpty, let base = storage.baseAddress else {
+                return sqlite3_bind_zeroblob(handle, position, 0)
+            }
+            defer { offset += bytes.count }
+            return sqlite3_bind_blob64(handle, position, base + offset, sqlite3_uint64(bytes.count), nil)
+        }
     }
 
     /// Binds `values` and runs the statement to completion without allocating: the fast path for bulk writes.

@@ -179,6 +179,48 @@ struct StatementTests {
         }
     }
 
+    @Test("run binds text and blobs in place: every value arrives exactly, and the parameters are NULL afterwards")
+    func runBindsInPlace() throws {
+        try withDatabase { db, _ in
+            try db.execute("CREATE TABLE t(a, b, c, d, e)")
+            // 2,000 rows of five values: texts (empty, multi-byte), blobs (empty, with NUL), integers, reals, NULL.
+            var arguments: [SQLiteValue] = []
+            for row in 0..<2_000 {
+                arguments += [
+                    .text(row % 7 == 0 ? "" : "ü-\(row)-€"), .blob(row % 5 == 0 ? [] : [0, UInt8(row % 256), 9]),
+                    .integer(Int64(row) - 1_000), .real(Double(row) / 8), row % 3 == 0 ? .null : .text("x\(row)"),
+                ]
+            }
+            let tuples = Array(repeating: "(?, ?, ?, ?, ?)", count: 2_000).joined(separator: ", ")
+            let insert = try db.cachedStatement("INSERT INTO t(a, b, c, d, e) VALUES \(tuples)")
+            try insert.run(arguments)
+            let stored = try db.rows("SELECT a, b, c, d, e FROM t ORDER BY rowid")
+            #expect(stored.flatMap { $0 } == arguments)
+
+            // Stepped again without binding, the statement inserts NULLs: it kept no value and no pointer.
+            _ = try insert.step()
+            let nulls = try db.scalar("SELECT count(*) FROM t WHERE a IS NULL AND b IS NULL AND e IS NULL")
+            #expect(nulls == .integer(2_000))
+        }
+    }
+
+    @Test("a run that fails on a constraint throws, and leaves the statement reusable with NULL parameters")
+    func runFailureClearsBindings() throws {
+        try withDatabase { db, _ in
+            try db.execute("CREATE TABLE t(k TEXT PRIMARY KEY, v BLOB)")
+            let insert = try db.cachedStatement("INSERT INTO t(k, v) VALUES (?, ?), (?, ?)")
+            #expect(throws: SQLiteError.self) {
+                try insert.run([.text("same"), .blob([1]), .text("same"), .blob([2])])
+            }
+            #expect(try db.scalar("SELECT count(*) FROM t") == .integer(0))
+            try insert.run([.text("one"), .blob([1, 2]), .text("two"), .blob([3])])
+            let stored = try db.rows("SELECT k, v FROM t ORDER BY k")
+            #expect(stored == [[.text("one"), .blob([1, 2])], [.text("two"), .blob([3])]])
+            _ = try insert.step()
+            #expect(try db.scalar("SELECT count(*) FROM t WHERE k IS NULL AND v IS NULL") == .integer(2))
+        }
+    }
+
     @Test("the statement cache returns the same statement for the same SQL, reset and with bindings cleared")
     func statementCacheReuses() throws {
         try withDatabase { db, _ in
