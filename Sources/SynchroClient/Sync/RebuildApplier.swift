@@ -120,8 +120,9 @@ public struct RebuildApplier: Sendable {
 
     /// A page received and verified, with the schema it was verified against.
     struct ReceivedPage: Sendable {
-        let page: RebuildPage
-        /// The page's records in the forms the store keeps.
+        let page: RebuildPage.Outline
+        /// The page's records in the forms the store keeps. The parsed rows they were converted from are released
+        /// where the page was verified: on the thread that received a page ahead, not on the engine's.
         let records: [LocalRows.StoredRecord]
         let bytes: [UInt8]
         let schema: SchemaReference
@@ -196,7 +197,7 @@ public struct RebuildApplier: Sendable {
     ) throws(SyncError) -> ReceivedPage {
         let page = try RebuildPage(json: json, scope: scope, manifest: manifest.manifest)
         let records = try SyncExchange.mapping { try LocalRows.storedRecords(page.records, manifest: manifest) }
-        return ReceivedPage(page: page, records: records, bytes: bytes, schema: manifest.reference)
+        return ReceivedPage(page: page.outline, records: records, bytes: bytes, schema: manifest.reference)
     }
 
     private static func verify(
@@ -246,7 +247,7 @@ public struct RebuildApplier: Sendable {
 
     /// Applies one page verified against `manifest` (the active one), received for `attempt`'s current request.
     private func apply(
-        page: RebuildPage, records: [LocalRows.StoredRecord], manifest: ClientManifest, responseBytes: [UInt8],
+        page: RebuildPage.Outline, records: [LocalRows.StoredRecord], manifest: ClientManifest, responseBytes: [UInt8],
         requestBytes: [UInt8], attempt: RebuildAttempt, check: RebuildRowCheck? = nil
     ) throws(SyncError) -> Bool {
         let scope = attempt.scopeID
@@ -277,7 +278,7 @@ public struct RebuildApplier: Sendable {
                 throw SyncError.invalidState(reason: "the rebuild attempt changed")
             }
             let rows = LocalRows(connection: connection, manifest: manifest)
-            let protected = try rows.protectedRows(of: page.records)
+            let protected = try rows.protectedRows(tableNames: Set(records.map(\.tableName)))
             try rows.writeRebuildPage(
                 records, scope: scope, generation: attempt.generation, protected: protected,
                 pageLimit: Int(clamping: attempt.pageLimit))

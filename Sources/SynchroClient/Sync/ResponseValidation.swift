@@ -246,6 +246,17 @@ struct RebuildPage: Sendable {
 
     var isFinal: Bool { cursor == nil }
 
+    /// Everything of the page but its records.
+    struct Outline: Sendable {
+        let cursor: String?
+        let finalScopeCursor: String?
+        let checksum: Checksum?
+
+        var isFinal: Bool { cursor == nil }
+    }
+
+    var outline: Outline { Outline(cursor: cursor, finalScopeCursor: finalScopeCursor, checksum: checksum) }
+
     init(json: JSONValue, scope: String, manifest: SchemaManifest) throws(SyncError) {
         let top = try ResponseReader(
             json, path: "", required: ["scope", "records", "cursor", "has_more"],
