@@ -51,7 +51,8 @@ struct TimeoutAndCancellationTests {
         defer { server.stop() }
         defer { gate.release() }
         let transport = try makeTransport(port: port)
-        let task = Task { () -> Result<TransportResponse, TransportError> in
+        // On its own executor: the request must reach the server within the gate's wait even on a busy pool.
+        let task = Task(executorPreference: OwnQueueExecutor()) { () -> Result<TransportResponse, TransportError> in
             do throws(TransportError) {
                 return .success(try await transport.send(.get("/slow")))
             } catch {

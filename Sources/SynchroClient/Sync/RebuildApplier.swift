@@ -125,6 +125,8 @@ public struct RebuildApplier: Sendable {
         /// where the page was verified: on the thread that received a page ahead, not on the engine's.
         let records: [LocalRows.StoredRecord]
         let bytes: [UInt8]
+        /// `bytes` as the text its receipt stores, decoded where the page was verified.
+        let text: String
         let schema: SchemaReference
     }
 
@@ -161,7 +163,7 @@ public struct RebuildApplier: Sendable {
         let written = page.records.map { (tableName: $0.tableName, recordID: $0.recordID) }
         check?.willWrite(written)
         let isFinal = try apply(
-            page: page.page, records: page.records, manifest: manifest, responseBytes: received.bytes,
+            page: page.page, records: page.records, manifest: manifest, responseJSON: page.text,
             requestBytes: body, attempt: attempt, check: check)
         if !isFinal { check?.committed(written) }
         return (isFinal, page.records.count)
@@ -197,7 +199,9 @@ public struct RebuildApplier: Sendable {
     ) throws(SyncError) -> ReceivedPage {
         let page = try RebuildPage(json: json, scope: scope, manifest: manifest.manifest)
         let records = try SyncExchange.mapping { try LocalRows.storedRecords(page.records, manifest: manifest) }
-        return ReceivedPage(page: page.outline, records: records, bytes: bytes, schema: manifest.reference)
+        return ReceivedPage(
+            page: page.outline, records: records, bytes: bytes, text: String(decoding: bytes, as: UTF8.self),
+            schema: manifest.reference)
     }
 
     private static func verify(
@@ -241,13 +245,13 @@ public struct RebuildApplier: Sendable {
         let manifest = try store.readSyncState { connection in try store.activeManifest(on: connection) }
         let received = try Self.verify(json: json, bytes: responseBytes, scope: attempt.scopeID, manifest: manifest)
         return try apply(
-            page: received.page, records: received.records, manifest: manifest, responseBytes: responseBytes,
+            page: received.page, records: received.records, manifest: manifest, responseJSON: received.text,
             requestBytes: requestBytes, attempt: attempt)
     }
 
     /// Applies one page verified against `manifest` (the active one), received for `attempt`'s current request.
     private func apply(
-        page: RebuildPage.Outline, records: [LocalRows.StoredRecord], manifest: ClientManifest, responseBytes: [UInt8],
+        page: RebuildPage.Outline, records: [LocalRows.StoredRecord], manifest: ClientManifest, responseJSON: String,
         requestBytes: [UInt8], attempt: RebuildAttempt, check: RebuildRowCheck? = nil
     ) throws(SyncError) -> Bool {
         let scope = attempt.scopeID
@@ -255,7 +259,6 @@ public struct RebuildApplier: Sendable {
             throw .invalidState(reason: "the attempt targets another schema")
         }
         let requestJSON = String(decoding: requestBytes, as: UTF8.self)
-        let responseJSON = String(decoding: responseBytes, as: UTF8.self)
         let outcome = try context.store.applySyncKeepingScopeDigests { connection -> PageOutcome in
             // The page's request is answered (applied now or before): a retry of it is done.
             try BackoffStore.clear(.rebuilding, workIdentity: requestJSON, on: connection)

@@ -121,3 +121,17 @@ extension TransportRequest {
 func scrambledOctets(count: Int) -> [UInt8] {
     (0..<count).map { UInt8(truncatingIfNeeded: (UInt64($0) &* 0x9E37_79B9_7F4A_7C15) >> 56) }
 }
+
+/// Runs the jobs of tasks that prefer it on a serial queue of its own. A task a test starts then runs even while
+/// every thread of the cooperative pool is held by other tests that block (the whole suite runs in parallel on a
+/// pool as wide as the machine has cores), instead of waiting for one of them to finish.
+final class OwnQueueExecutor: TaskExecutor {
+    private let queue = DispatchQueue(label: "synchro-http-tests.task-executor")
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
+}
+
