@@ -59,6 +59,8 @@ func replacingFirst(_ old: String, with new: String, in bytes: [UInt8]) -> [UInt
         defer { db.close() }
         #expect(try db.userVersion() == 6)
         #expect(try db.journalMode() == .delete)
+        #expect(try db.scalar("PRAGMA page_size")?.integerValue == Int64(SeedDatabaseWriter.pageSize))
+        #expect(SeedDatabaseWriter.pageSize == 16_384)
         #expect(try db.integrityCheck() == ["ok"])
         let migrations = try db.query("SELECT identifier FROM grdb_migrations ORDER BY rowid") { try $0.text(at: 0) }
         #expect(migrations == SeedBaseline.migrationIdentifiers)

@@ -114,7 +114,9 @@ struct FuzzSeedVerifierTests {
     /// first page, which holds the header and the schema), a page copied over another, a page zeroed.
     static func damagePages(_ database: [UInt8], using random: inout SeededRandom) -> [UInt8] {
         var bytes = database
-        let pageSize = 4096
+        // The header's page size (octets 16–17, 1 meaning 65,536), so that page damage covers whole pages.
+        let field = bytes.count > 17 ? Int(bytes[16]) << 8 | Int(bytes[17]) : 4096
+        let pageSize = field == 1 ? 65_536 : max(512, field)
         let pages = max(1, bytes.count / pageSize)
         for _ in 0..<random.inRange(1...3) {
             switch random.below(5) {

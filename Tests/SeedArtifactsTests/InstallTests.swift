@@ -171,13 +171,41 @@ struct InstallTests {
         #expect(try proven("_synchro_row_versions"))
     }
 
+    @Test("a seed of another page size (upstream writes 4 KiB) verifies, installs keeping it and is proven by pages",
+          arguments: [1_024, 4_096, 65_536])
+    func seedsOfEveryPageSizeInstall(pageSize: Int) throws {
+        let directory = try TemporaryDirectory(prefix: "seedkit-install")
+        let clean = try VerifyFixtures.cleanCopy(in: directory, name: "clean.db")
+        let seed = directory.path("seed.db")
+        let source = try Connection(path: clean, mode: .readWrite)
+        try source.execute("PRAGMA page_size = \(pageSize)")
+        try source.run("VACUUM INTO ?", [.text(seed)])
+        source.close()
+        #expect(try VerifyFixtures.scalar(seed, "PRAGMA page_size")?.integerValue == Int64(pageSize))
+        #expect(pageSize != SeedDatabaseWriter.pageSize)
+
+        let report = try SeedVerifier.verify(path: seed)
+        #expect(report.findings == [])
+        #expect(report.ok)
+        #expect(Int64(report.rows) == (try VerifyFixtures.exports.get().rows))
+        let destination = directory.path("app.db")
+        #expect(try SeedInstaller.install(seed: seed, to: destination).verification.ok)
+        #expect(try VerifyFixtures.scalar(destination, "PRAGMA page_size")?.integerValue == Int64(pageSize))
+
+        let staged = try VerifyFixtures.migratedCopy(of: seed, named: ".app.db.seed-pages", in: directory)
+        for table in ["products", "_synchro_row_versions", "_synchro_scope_rows"] {
+            #expect(try VerifyFixtures.pageIdentity(copy: staged, seed: seed) { $0.proves(table: table, on: $1) })
+        }
+    }
+
     @Test("the page walk compares a table's overflow pages too: one changed overflow octet disproves the table")
     func pageWalkComparesOverflowPages() throws {
         let directory = try TemporaryDirectory(prefix: "seedkit-install")
         let seed = try VerifyFixtures.cleanCopy(in: directory)
-        // A title longer than a page spills to an overflow chain of two pages.
+        // A title of two pages' length spills to an overflow chain of at least two pages.
+        let pageSize = try #require(VerifyFixtures.scalar(seed, "PRAGMA page_size")?.integerValue)
         try VerifyFixtures.modify(
-            seed, "UPDATE products SET title = hex(zeroblob(3000)) WHERE id = (SELECT min(id) FROM products)")
+            seed, "UPDATE products SET title = hex(zeroblob(\(pageSize))) WHERE id = (SELECT min(id) FROM products)")
         let staged = try VerifyFixtures.migratedCopy(of: seed, named: ".app.db.seed-overflow", in: directory)
 
         func walk(_ table: String) throws -> SeedPageIdentity.Walk? {
@@ -198,7 +226,6 @@ struct InstallTests {
         #expect(try VerifyFixtures.pageIdentity(copy: staged, seed: seed) { $0.proves(table: "products", on: $1) })
 
         // One octet in the middle of the last overflow page, which no leaf page shows.
-        let pageSize = try #require(VerifyFixtures.scalar(staged, "PRAGMA page_size")?.integerValue)
         let handle = try #require(FileHandle(forUpdatingAtPath: staged))
         try handle.seek(toOffset: UInt64((overflow - 1) * pageSize + pageSize / 2))
         let original = try #require(try handle.read(upToCount: 1))

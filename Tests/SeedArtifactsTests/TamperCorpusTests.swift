@@ -123,10 +123,12 @@ struct Tamper: Sendable, CustomTestStringConvertible {
             _ = FileManager.default.createFile(atPath: path + "-wal", contents: Data(repeating: 0, count: 32))
         },
         Tamper("a corrupted page", .integrityCheck, installer: nil) { path in
+            // The middle page's b-tree header and cell pointers: whatever the page size, no free space.
+            let pageSize = try #require(VerifyFixtures.scalar(path, "PRAGMA page_size")?.integerValue)
             let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
             defer { try? handle.close() }
             let size = try handle.seekToEnd()
-            try handle.seek(toOffset: size / 2 / 4096 * 4096 + 100)
+            try handle.seek(toOffset: size / 2 / UInt64(pageSize) * UInt64(pageSize))
             try handle.write(contentsOf: Data(repeating: 0xA5, count: 2048))
         },
     ]

@@ -9,6 +9,11 @@ import SynchroProtocol
 /// The file keeps a rollback-journal header: it is never switched to WAL, so there is no sidecar to
 /// checkpoint away and the published file opens from read-only media (ARCHITECTURE.md).
 final class SeedDatabaseWriter {
+    /// Page size of a seed file, bytes (docs/decisions.md, "Seed page size: 16 KiB"): the integrity checks, the
+    /// row audit, the page proof and the copies read a quarter of the pages with fewer b-tree levels. Every
+    /// SQLite reader opens any page size, and verify and install accept seeds of any.
+    static let pageSize = 16_384
+
     let connection: Connection
     let manifest: ClientManifest
     private let tablesByID: [String: TableWriter]
@@ -18,6 +23,8 @@ final class SeedDatabaseWriter {
         self.manifest = manifest
         do {
             connection = try Connection(path: path)
+            // Fixed by the first table created, so before the schema.
+            try connection.execute("PRAGMA page_size = \(Self.pageSize)")
             // The file is a temporary until verified and published: a crash leaves only the temporary.
             _ = try connection.setJournalMode(.delete)
             try connection.setSynchronous(.off)
