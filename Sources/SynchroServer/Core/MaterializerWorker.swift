@@ -49,5 +49,6 @@ extension SyncEngine {
             guard !state.materializationPaused else { return }
             Materializer.materializePending(state: &state)
         }
+        boundLog()
     }
 }

@@ -1,3 +1,4 @@
+import SQLiteKit
 import Synchronization
 import SynchroProtocol
 
@@ -13,12 +14,19 @@ public final class SyncEngine: HTTPHandler, Sendable {
     let faults = Mutex(FaultPlan())
     /// The background materializer of ``MaterializationMode/background(interval:)``.
     private let worker: MaterializerWorker?
+    /// The store's checkpointer (``ServerStore/checkpointer``), used outside the engine's lock.
+    let checkpointer: WALCheckpointer
+    /// ``ServerStore/logLimit``.
+    private let logLimit: Int
 
     public init(configuration: ServerConfiguration) throws {
         self.configuration = configuration
         let store = try ServerStore(
             path: configuration.databasePath, dataset: configuration.dataset,
-            rowsOverride: configuration.rowsOverride, clock: configuration.clock)
+            rowsOverride: configuration.rowsOverride, clock: configuration.clock,
+            checkpointFrames: configuration.checkpointFrames)
+        checkpointer = store.checkpointer
+        logLimit = store.logLimit
         state = Mutex(try EngineState(store: store, dataset: configuration.dataset))
         if case .background(let interval) = configuration.materialization {
             worker = MaterializerWorker(interval: interval)
@@ -45,6 +53,16 @@ public final class SyncEngine: HTTPHandler, Sendable {
     /// `MaterializationMode.manual` to schedule visibility exactly).
     public func materialize() {
         state.withLock { Materializer.materializePending(state: &$0) }
+        boundLog()
+    }
+
+    /// After a request or pass that wrote, once the engine's lock is released: when the commits left the log at
+    /// ``ServerStore/logLimit`` frames or more, waits for the checkpoint beside the store, so that the next write
+    /// restarts the log (``WALCheckpointer/bound(atFrames:)``). Requests that arrive meanwhile are served; only
+    /// the writer that made the log that long waits, once per 8 checkpoint thresholds, where before every commit
+    /// past one threshold copied the log while holding the lock.
+    func boundLog() {
+        checkpointer.bound(atFrames: logLimit)
     }
 
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
@@ -59,6 +77,7 @@ public final class SyncEngine: HTTPHandler, Sendable {
                     : WireError(.retryLater, "retry later")))
             }
             let response = respond(protocolRoute(request))
+            boundLog()
             return fault.loseResponse ? response.losingBody() : response
         case ("POST", "/operator/faults"):
             return operatorFault(request)
@@ -180,13 +199,15 @@ public final class SyncEngine: HTTPHandler, Sendable {
             return respond(.failure(.invalidRequest("malformed JSON: \(error.rule.rawValue)")))
         }
         let now = configuration.clock.nowMicroseconds()
-        return respond(state.withLock { state in
+        let reply = state.withLock { state in
             switch request.path {
             case "/operator/schema": return SchemaPublishEndpoint.handle(body, now: now, state: &state)
             case "/operator/seed/manifest": return SeedExportEndpoint.manifest(body, now: now, state: &state)
             default: return SeedExportEndpoint.scope(body, now: now, state: &state)
             }
-        })
+        }
+        boundLog()
+        return respond(reply)
     }
 
     /// The operator credential, compared in constant time; operator routes are off without one.

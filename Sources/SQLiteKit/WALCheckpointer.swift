@@ -1,18 +1,17 @@
 import Dispatch
-import SQLiteKit
 import Synchronization
 
-/// WAL checkpoints beside a bulk apply instead of inside its commits.
+/// WAL checkpoints beside a writer instead of inside its commits.
 ///
 /// SQLite checkpoints a WAL database in the connection that commits once the log passes 1000 pages: the commit
-/// then also copies the log into the database file and syncs both. A rebuild writes a page of rows and its
-/// receipt (about 1.3 MB for 1000 rows) per transaction, so every few pages the engine thread stopped to copy.
-/// During a bulk apply (``ClientStore/beginBulkApply()``) the engine connection does not checkpoint; when a commit
-/// leaves the log that long, this checkpointer runs a `PASSIVE` checkpoint on its own connection and thread,
-/// which copies what no reader needs while the engine writes on (SQLite serializes checkpoints itself, and a
-/// passive one never waits). The next commit after a complete checkpoint restarts the log, as before. Nothing here
-/// is durable state: an interrupted checkpoint is resumed by the next one.
-final class WALCheckpointer: Sendable {
+/// then also copies the log into the database file and syncs both, while the writer (and whoever waits for it)
+/// waits. A writer that installs ``committed(frames:threshold:)`` as its WAL hook (``Connection/setWALHook(_:)``)
+/// no longer checkpoints; when a commit leaves the log that long, this checkpointer runs a `PASSIVE` checkpoint on
+/// its own connection and thread, which copies what no reader needs while the writer goes on (SQLite serializes
+/// checkpoints itself, and a passive one never waits). The next commit after a complete checkpoint restarts the
+/// log, as before. Nothing here is durable state: an interrupted checkpoint is resumed by the next one. The client
+/// uses it during a bulk apply (a rebuild), the reference server for every commit.
+public final class WALCheckpointer: Sendable {
     private let path: String
     private let queue = DispatchQueue(label: "seedkit.wal-checkpoint", qos: .userInitiated)
     /// Whether a checkpoint waits to run, and whether the checkpointer is closed.
@@ -21,18 +20,25 @@ final class WALCheckpointer: Sendable {
     private let connection = Mutex<Connection?>(nil)
     /// Checkpoints that copied frames so far.
     private let runs = Mutex(0)
-    /// Frames in the log after the engine's last commit, as its WAL hook reported them.
+    /// Frames in the log after the writer's last commit, as its WAL hook reported them.
     private let frames = Mutex(0)
 
-    /// Checkpoints that copied frames into the database so far (after ``drain()``, every one scheduled before it).
-    var completed: Int { runs.withLock { $0 } }
+    /// Times a writer waited in ``bound(atFrames:)``.
+    private let waits = Mutex(0)
 
-    init(path: String) {
+    /// Checkpoints that copied frames into the database so far (after ``drain()``, every one scheduled before it).
+    public var completed: Int { runs.withLock { $0 } }
+
+    /// Times a writer found the log at its limit and waited for the checkpoint (``bound(atFrames:)``).
+    public var boundWaits: Int { waits.withLock { $0 } }
+
+    /// A checkpointer for the database file at `path`; its connection opens with the first checkpoint.
+    public init(path: String) {
         self.path = path
     }
 
     /// Notes the log's length after a commit and schedules a checkpoint once it reaches `threshold` frames.
-    func committed(frames count: Int, threshold: Int) {
+    public func committed(frames count: Int, threshold: Int) {
         frames.withLock { $0 = count }
         if count >= threshold { schedule() }
     }
@@ -41,15 +47,16 @@ final class WALCheckpointer: Sendable {
     /// a writer that commits without pause copies the log but never lets it restart (the writer is always ahead
     /// of it), so the log would grow with everything written; after this wait the next write transaction finds it
     /// checkpointed and starts it over.
-    func bound(atFrames limit: Int) {
+    public func bound(atFrames limit: Int) {
         guard frames.withLock({ $0 }) >= limit else { return }
+        waits.withLock { $0 += 1 }
         schedule()
         drain()
         frames.withLock { $0 = 0 }
     }
 
     /// Schedules one checkpoint unless one is already waiting to run.
-    func schedule() {
+    public func schedule() {
         let start = flags.withLock { flags -> Bool in
             guard !flags.closed, !flags.scheduled else { return false }
             flags.scheduled = true
@@ -75,19 +82,30 @@ final class WALCheckpointer: Sendable {
                         runs.withLock { $0 += 1 }
                     }
                 } catch {
-                    // A checkpoint that cannot run now is left to the next one, or to the engine's own.
+                    // A checkpoint that cannot run now is left to the next one, or to the writer's own.
                 }
             }
         }
     }
 
+    /// Holds every checkpoint back until ``resume()``: a test seam that shows what the writer's own commits do to
+    /// the log. ``bound(atFrames:)``, ``drain()`` and ``close()`` wait for the resume.
+    package func suspend() {
+        queue.suspend()
+    }
+
+    /// Lets the checkpoints held back by ``suspend()`` run.
+    package func resume() {
+        queue.resume()
+    }
+
     /// Waits for the checkpoints scheduled so far.
-    func drain() {
+    public func drain() {
         queue.sync {}
     }
 
     /// Waits for a checkpoint in progress, closes the connection and schedules nothing more.
-    func close() {
+    public func close() {
         flags.withLock { $0.closed = true }
         queue.sync {}
         connection.withLock { connection in
