@@ -33,12 +33,14 @@ public final class RunningServer: @unchecked Sendable {
         }
     }
 
-    /// Starts a server for `dataset` (a folder name under `seeds/`) with `rows` rows in its large table.
+    /// Starts a server for `dataset` (a folder name under `seeds/`) with `rows` rows in its large table; with
+    /// `existing`, on the database another server left in that directory.
     public init(
         dataset name: String = "demo", rows: Int = 300, materialization: MaterializationMode = .immediate,
-        minimumClientVersion: SemanticVersion? = nil, checkpointFrames: Int? = nil
+        minimumClientVersion: SemanticVersion? = nil, checkpointFrames: Int? = nil,
+        reopening existing: TemporaryDirectory? = nil
     ) throws {
-        directory = try TemporaryDirectory(prefix: "seedkit-server")
+        directory = try existing ?? TemporaryDirectory(prefix: "seedkit-server")
         clock = ManualServerClock()
         let dataset = try Dataset(directory: RepositoryLayout.root.appendingPathComponent("seeds/\(name)"))
         var configuration = ServerConfiguration(

@@ -34,6 +34,11 @@ final class ServerStore {
                 try db.setUserVersion(ServerSchema.version)
                 try initialize(dataset: dataset, rowsOverride: rowsOverride, clock: clock)
             }
+        } else if try db.userVersion() == 1 {
+            try db.transaction(kind: .immediate) {
+                try db.execute(ServerSchema.migrationFrom1)
+                try db.setUserVersion(ServerSchema.version)
+            }
         } else if try db.userVersion() != ServerSchema.version {
             throw ServerStoreError.unsupportedLayout(try db.userVersion())
         }

@@ -44,6 +44,8 @@ struct SchemaActivation {
                 manifest, json: publication.manifestJSON, affectedScopes: publication.affectedScopes)
             try store.setMeta(Self.requestKey(manifest.schemaVersion), .blob(request))
             try store.setMeta(Self.responseKey(manifest.schemaVersion), .blob(response))
+            // First: rows still staged by reference would otherwise take a copy of every body rewritten below.
+            try dropRebuildStages(except: manifest.schemaHash)
             for table in current.tables where manifest.table(id: table.tableID) == nil {
                 try removeRows(of: table.tableID)
             }
@@ -58,7 +60,6 @@ struct SchemaActivation {
                 throw SchemaPublicationError(
                     "value_not_convertible", table: unconvertible.tableID, field: unconvertible.fieldID)
             }
-            try dropRebuildStages(except: manifest.schemaHash)
         }
     }
 
