@@ -20,8 +20,9 @@ public final class WALCheckpointer: Sendable {
     private let connection = Mutex<Connection?>(nil)
     /// Checkpoints that copied frames so far.
     private let runs = Mutex(0)
-    /// Frames in the log after the writer's last commit, as its WAL hook reported them.
-    private let frames = Mutex(0)
+    /// Frames in the log after the writer's last commit, as its WAL hook reported them, and how many times the log
+    /// was seen to start over (a commit reporting fewer frames than the one before, or a bound wait).
+    private let frames = Mutex(LogMark(frames: 0, restarts: 0))
 
     /// Times a writer waited in ``bound(atFrames:)``.
     private let waits = Mutex(0)
@@ -29,8 +30,13 @@ public final class WALCheckpointer: Sendable {
     /// Checkpoints that copied frames into the database so far (after ``drain()``, every one scheduled before it).
     public var completed: Int { runs.withLock { $0 } }
 
-    /// Times a writer found the log at its limit and waited for the checkpoint (``bound(atFrames:)``).
+    /// Times a writer found the log at its limit and waited for the checkpoint (``bound(atFrames:)``,
+    /// ``bound(atFrames:since:threshold:)``).
     public var boundWaits: Int { waits.withLock { $0 } }
+
+    /// The log's length after the writer's last commit and the restarts seen so far: what ``bound(atFrames:since:
+    /// threshold:)`` compares with.
+    public var mark: LogMark { frames.withLock { $0 } }
 
     /// A checkpointer for the database file at `path`; its connection opens with the first checkpoint.
     public init(path: String) {
@@ -39,7 +45,10 @@ public final class WALCheckpointer: Sendable {
 
     /// Notes the log's length after a commit and schedules a checkpoint once it reaches `threshold` frames.
     public func committed(frames count: Int, threshold: Int) {
-        frames.withLock { $0 = count }
+        frames.withLock { mark in
+            if count < mark.frames { mark.restarts += 1 }
+            mark.frames = count
+        }
         if count >= threshold { schedule() }
     }
 
@@ -48,11 +57,34 @@ public final class WALCheckpointer: Sendable {
     /// of it), so the log would grow with everything written; after this wait the next write transaction finds it
     /// checkpointed and starts it over.
     public func bound(atFrames limit: Int) {
-        guard frames.withLock({ $0 }) >= limit else { return }
+        guard frames.withLock({ $0.frames }) >= limit else { return }
+        wait()
+    }
+
+    /// The bound for a writer whose work comes in units that each end with this call (a server's requests), taken
+    /// with the ``mark`` from before the unit: waits for the checkpoint when the log is now at `limit` frames or
+    /// more and was already at `threshold` frames before the unit, without starting over since. That log grew
+    /// across units although a checkpoint was due, and waiting lets the next write restart it. A log that is long
+    /// with the unit's own frames only is left to the checkpoint its commit scheduled, which usually ends before
+    /// the next write; if not, the next unit waits. The log then stays within `limit` plus one unit's frames, and a
+    /// unit that writes more than `limit` frames does not wait for its own checkpoint.
+    public func bound(atFrames limit: Int, since start: LogMark, threshold: Int) {
+        let grown = frames.withLock { now in
+            now.frames >= limit && now.restarts == start.restarts && start.frames >= threshold
+        }
+        guard grown else { return }
+        wait()
+    }
+
+    /// Waits for the checkpoint in progress or a new one; the next write transaction then restarts the log.
+    private func wait() {
         waits.withLock { $0 += 1 }
         schedule()
         drain()
-        frames.withLock { $0 = 0 }
+        frames.withLock { mark in
+            mark.frames = 0
+            mark.restarts += 1
+        }
     }
 
     /// Schedules one checkpoint unless one is already waiting to run.
@@ -112,5 +144,18 @@ public final class WALCheckpointer: Sendable {
             connection?.close()
             connection = nil
         }
+    }
+}
+
+/// The WAL's length after a writer's last commit, and how many times the log started over before it.
+public struct LogMark: Sendable, Equatable {
+    /// Frames in the log after the last commit.
+    public var frames: Int
+    /// Restarts of the log seen so far.
+    public var restarts: Int
+
+    public init(frames: Int, restarts: Int) {
+        self.frames = frames
+        self.restarts = restarts
     }
 }

@@ -18,6 +18,8 @@ public final class SyncEngine: HTTPHandler, Sendable {
     let checkpointer: WALCheckpointer
     /// ``ServerStore/logLimit``.
     private let logLimit: Int
+    /// ``ServerStore/checkpointFrames``.
+    private let checkpointFrames: Int
 
     public init(configuration: ServerConfiguration) throws {
         self.configuration = configuration
@@ -27,6 +29,7 @@ public final class SyncEngine: HTTPHandler, Sendable {
             checkpointFrames: configuration.checkpointFrames)
         checkpointer = store.checkpointer
         logLimit = store.logLimit
+        checkpointFrames = store.checkpointFrames
         state = Mutex(try EngineState(store: store, dataset: configuration.dataset))
         if case .background(let interval) = configuration.materialization {
             worker = MaterializerWorker(interval: interval)
@@ -52,17 +55,19 @@ public final class SyncEngine: HTTPHandler, Sendable {
     /// Turns every captured write into pull-visible stream entries now (tests use this with
     /// `MaterializationMode.manual` to schedule visibility exactly).
     public func materialize() {
+        let mark = checkpointer.mark
         state.withLock { Materializer.materializePending(state: &$0) }
-        boundLog()
+        boundLog(since: mark)
     }
 
-    /// After a request or pass that wrote, once the engine's lock is released: when the commits left the log at
-    /// ``ServerStore/logLimit`` frames or more, waits for the checkpoint beside the store, so that the next write
-    /// restarts the log (``WALCheckpointer/bound(atFrames:)``). Requests that arrive meanwhile are served; only
-    /// the writer that made the log that long waits, once per 8 checkpoint thresholds, where before every commit
-    /// past one threshold copied the log while holding the lock.
-    func boundLog() {
-        checkpointer.bound(atFrames: logLimit)
+    /// After a request or pass, once the engine's lock is released, with the log's ``WALCheckpointer/mark`` from
+    /// before it: when the log was already past the checkpoint threshold before it, did not restart during it and
+    /// is now at ``ServerStore/logLimit`` frames or more, waits for the checkpoint beside the store, so that the
+    /// next write restarts the log (``WALCheckpointer/bound(atFrames:since:threshold:)``). Requests that arrive
+    /// meanwhile are served. A request long only with its own frames (a rebuild's staging) answers without
+    /// waiting for its checkpoint, which runs while the client fetches pages.
+    func boundLog(since mark: LogMark) {
+        checkpointer.bound(atFrames: logLimit, since: mark, threshold: checkpointFrames)
     }
 
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
@@ -76,8 +81,9 @@ public final class SyncEngine: HTTPHandler, Sendable {
                     ? WireError(.temporaryUnavailable, "temporarily unavailable")
                     : WireError(.retryLater, "retry later")))
             }
+            let mark = checkpointer.mark
             let response = respond(protocolRoute(request))
-            boundLog()
+            boundLog(since: mark)
             return fault.loseResponse ? response.losingBody() : response
         case ("POST", "/operator/faults"):
             return operatorFault(request)
@@ -199,6 +205,7 @@ public final class SyncEngine: HTTPHandler, Sendable {
             return respond(.failure(.invalidRequest("malformed JSON: \(error.rule.rawValue)")))
         }
         let now = configuration.clock.nowMicroseconds()
+        let mark = checkpointer.mark
         let reply = state.withLock { state in
             switch request.path {
             case "/operator/schema": return SchemaPublishEndpoint.handle(body, now: now, state: &state)
@@ -206,7 +213,7 @@ public final class SyncEngine: HTTPHandler, Sendable {
             default: return SeedExportEndpoint.scope(body, now: now, state: &state)
             }
         }
-        boundLog()
+        boundLog(since: mark)
         return respond(reply)
     }
 

@@ -49,7 +49,7 @@ final class ServerStore {
     }
 
     /// How long the log may grow before the writer that made it that long waits for the checkpoint beside it:
-    /// 8 times the checkpoint threshold (``WALCheckpointer/bound(atFrames:)``, ``SyncEngine/boundLog()``).
+    /// 8 times the checkpoint threshold (``SyncEngine/boundLog(since:)``).
     var logLimit: Int { 8 * checkpointFrames }
 
     // MARK: - Metadata
