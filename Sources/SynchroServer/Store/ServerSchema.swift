@@ -205,24 +205,35 @@ enum ServerSchema {
         """
     }
 
-    /// Copy-on-write of staged rows: the rows still staged by reference, by identity, and the triggers that save
-    /// a projection row's body into them before any write path changes the row. `INSERT OR REPLACE` (the
-    /// materializer) replaces without a delete trigger, so the insert trigger reads the row it is about to
-    /// replace; an insert of a new identity finds no staged reference.
+    /// Copy-on-write of staged rows: the sessions that may still hold rows staged by reference
+    /// (`rebuild_references`), their unsaved rows by session and identity, and the triggers that save a projection
+    /// row's body into them before any write path changes the row. `INSERT OR REPLACE` (the materializer) replaces
+    /// without a delete trigger, so the insert trigger reads the row it is about to replace; an insert of a new
+    /// identity finds no staged reference. The index leads with the session so that staging a session appends to
+    /// it (its ordinals are in identity order) instead of inserting among the entries of every other session.
     static let stagedRowReferences = """
-        CREATE INDEX rebuild_rows_by_reference ON rebuild_rows(identity) WHERE row IS NULL;
+        CREATE TABLE rebuild_references(
+            session_id INTEGER PRIMARY KEY
+        );
+
+        CREATE INDEX rebuild_rows_by_reference ON rebuild_rows(session_id, identity) WHERE row IS NULL;
 
         CREATE TRIGGER projection_insert_saves_staged BEFORE INSERT ON projection BEGIN
             UPDATE rebuild_rows SET row = (SELECT p.row FROM projection p WHERE p.identity = NEW.identity)
-            WHERE identity = NEW.identity AND row IS NULL;
+            WHERE session_id IN (SELECT session_id FROM rebuild_references) AND identity = NEW.identity
+                AND row IS NULL;
         END;
 
         CREATE TRIGGER projection_update_saves_staged BEFORE UPDATE ON projection BEGIN
-            UPDATE rebuild_rows SET row = OLD.row WHERE identity = OLD.identity AND row IS NULL;
+            UPDATE rebuild_rows SET row = OLD.row
+            WHERE session_id IN (SELECT session_id FROM rebuild_references) AND identity = OLD.identity
+                AND row IS NULL;
         END;
 
         CREATE TRIGGER projection_delete_saves_staged BEFORE DELETE ON projection BEGIN
-            UPDATE rebuild_rows SET row = OLD.row WHERE identity = OLD.identity AND row IS NULL;
+            UPDATE rebuild_rows SET row = OLD.row
+            WHERE session_id IN (SELECT session_id FROM rebuild_references) AND identity = OLD.identity
+                AND row IS NULL;
         END;
         """
 

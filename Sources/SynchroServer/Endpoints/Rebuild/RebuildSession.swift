@@ -113,6 +113,7 @@ struct RebuildSession {
             WHERE m.scope_id = ?2 AND p.state = 0
             """).run([.integer(id), .text(request.scope)])
         let staged = Int64(db.changes)
+        try db.cachedStatement("INSERT INTO rebuild_references(session_id) VALUES (?)").run([.integer(id)])
         let digest = try state.scopeDigests.digest(
             scope: request.scope, manifest: state.manifest, generations: stream.generations, store: state.store,
             knownCardinality: staged)
@@ -140,6 +141,10 @@ struct RebuildSession {
         try store.db.cachedStatement("""
             DELETE FROM rebuild_pages WHERE request_ordinal >= 0
                 AND session_id IN (SELECT session_id FROM rebuild_sessions WHERE created_us <= ?)
+            """).run(cutoff)
+        try store.db.cachedStatement("""
+            DELETE FROM rebuild_references
+            WHERE session_id IN (SELECT session_id FROM rebuild_sessions WHERE created_us <= ?)
             """).run(cutoff)
     }
 

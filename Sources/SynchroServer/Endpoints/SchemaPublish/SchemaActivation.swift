@@ -200,6 +200,10 @@ struct SchemaActivation {
             DELETE FROM rebuild_rows
             WHERE session_id IN (SELECT session_id FROM rebuild_sessions WHERE schema_hash <> ?)
             """).run(hash)
+        try store.db.cachedStatement("""
+            DELETE FROM rebuild_references
+            WHERE session_id IN (SELECT session_id FROM rebuild_sessions WHERE schema_hash <> ?)
+            """).run(hash)
         // The lineage record (a negative ordinal) stays: loading the session needs it for the 409.
         try store.db.cachedStatement("""
             DELETE FROM rebuild_pages WHERE request_ordinal >= 0
