@@ -24,7 +24,7 @@ public final class WALCheckpointer: Sendable {
     /// was seen to start over (a commit reporting fewer frames than the one before, or a bound wait).
     private let frames = Mutex(LogMark(frames: 0, restarts: 0))
 
-    /// Times a writer waited in ``bound(atFrames:)``.
+    /// Times a writer waited for the checkpoint in a bound.
     private let waits = Mutex(0)
 
     /// Checkpoints that copied frames into the database so far (after ``drain()``, every one scheduled before it).
@@ -34,8 +34,8 @@ public final class WALCheckpointer: Sendable {
     /// ``bound(atFrames:since:threshold:)``).
     public var boundWaits: Int { waits.withLock { $0 } }
 
-    /// The log's length after the writer's last commit and the restarts seen so far: what ``bound(atFrames:since:
-    /// threshold:)`` compares with.
+    /// The log's length after the writer's last commit and the restarts seen so far: what
+    /// ``bound(atFrames:since:threshold:)`` compares with.
     public var mark: LogMark { frames.withLock { $0 } }
 
     /// A checkpointer for the database file at `path`; its connection opens with the first checkpoint.
