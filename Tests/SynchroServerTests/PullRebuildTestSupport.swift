@@ -41,6 +41,13 @@ struct WireClient {
             scopes: added.compactMap { $0.objectValue?["id"]?.stringValue })
     }
 
+    /// The same client speaking to `other` (a server reopened on the same database).
+    func on(_ other: RunningServer) -> WireClient {
+        WireClient(
+            server: other, user: user, clientID: clientID, generation: generation, schema: schema,
+            schemaHash: schemaHash, manifest: manifest, scopeSetVersion: scopeSetVersion, scopes: scopes)
+    }
+
     // MARK: Rebuild
 
     func rebuildBody(scope: String, rebuildID: String, cursor: String?, limit: Int64) -> JSONValue {

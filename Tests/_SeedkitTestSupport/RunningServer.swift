@@ -33,18 +33,21 @@ public final class RunningServer: @unchecked Sendable {
         }
     }
 
-    /// Starts a server for `dataset` (a folder name under `seeds/`) with `rows` rows in its large table.
+    /// Starts a server for `dataset` (a folder name under `seeds/`) with `rows` rows in its large table; with
+    /// `existing`, on the database another server left in that directory.
     public init(
         dataset name: String = "demo", rows: Int = 300, materialization: MaterializationMode = .immediate,
-        minimumClientVersion: SemanticVersion? = nil
+        minimumClientVersion: SemanticVersion? = nil, checkpointFrames: Int? = nil,
+        reopening existing: TemporaryDirectory? = nil
     ) throws {
-        directory = try TemporaryDirectory(prefix: "seedkit-server")
+        directory = try existing ?? TemporaryDirectory(prefix: "seedkit-server")
         clock = ManualServerClock()
         let dataset = try Dataset(directory: RepositoryLayout.root.appendingPathComponent("seeds/\(name)"))
-        let configuration = ServerConfiguration(
+        var configuration = ServerConfiguration(
             dataset: dataset, rowsOverride: rows, databasePath: directory.path("server.db"),
             credentials: Self.credentials, operatorToken: Self.operatorToken, clock: clock,
             minimumClientVersion: minimumClientVersion, materialization: materialization)
+        configuration.checkpointFrames = checkpointFrames
         engine = try SyncEngine(configuration: configuration)
         server = HTTPServer(handler: engine)
         let port = try server.start(host: "127.0.0.1", port: 0)

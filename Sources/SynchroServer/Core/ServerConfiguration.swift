@@ -19,6 +19,9 @@ public struct ServerConfiguration: Sendable {
     public var materialization: MaterializationMode
     /// The `Retry-After` value sent on every 429 and 503, in seconds (upstream sends 5).
     public var retryAfterSeconds: Int
+    /// Frames a commit may leave in the WAL before a checkpoint runs beside the server (`PRAGMA
+    /// wal_autocheckpoint`; SQLite's 1000 when nil). Tests lower it to see checkpoints with little data.
+    public var checkpointFrames: Int?
 
     public init(
         dataset: Dataset, rowsOverride: Int? = nil, databasePath: String, credentials: [String: String],

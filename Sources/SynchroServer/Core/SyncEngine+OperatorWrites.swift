@@ -97,6 +97,8 @@ extension SyncEngine {
         table: String, pk: JSONValue, decide: @Sendable (SourceRow?, ManifestTable) throws -> (JSONValue?, RowState),
         afterCapture: @Sendable (CaptureLog.Entry, ServerStore) throws -> Void = { _, _ in }
     ) throws(OperatorWriteError) -> String {
+        let mark = checkpointer.mark
+        defer { boundLog(since: mark) }
         do {
             return try state.withLock { state in
                 let store = state.store

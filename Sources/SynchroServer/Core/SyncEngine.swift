@@ -1,3 +1,4 @@
+import SQLiteKit
 import Synchronization
 import SynchroProtocol
 
@@ -13,12 +14,22 @@ public final class SyncEngine: HTTPHandler, Sendable {
     let faults = Mutex(FaultPlan())
     /// The background materializer of ``MaterializationMode/background(interval:)``.
     private let worker: MaterializerWorker?
+    /// The store's checkpointer (``ServerStore/checkpointer``), used outside the engine's lock.
+    let checkpointer: WALCheckpointer
+    /// ``ServerStore/logLimit``.
+    private let logLimit: Int
+    /// ``ServerStore/checkpointFrames``.
+    private let checkpointFrames: Int
 
     public init(configuration: ServerConfiguration) throws {
         self.configuration = configuration
         let store = try ServerStore(
             path: configuration.databasePath, dataset: configuration.dataset,
-            rowsOverride: configuration.rowsOverride, clock: configuration.clock)
+            rowsOverride: configuration.rowsOverride, clock: configuration.clock,
+            checkpointFrames: configuration.checkpointFrames)
+        checkpointer = store.checkpointer
+        logLimit = store.logLimit
+        checkpointFrames = store.checkpointFrames
         state = Mutex(try EngineState(store: store, dataset: configuration.dataset))
         if case .background(let interval) = configuration.materialization {
             worker = MaterializerWorker(interval: interval)
@@ -44,7 +55,19 @@ public final class SyncEngine: HTTPHandler, Sendable {
     /// Turns every captured write into pull-visible stream entries now (tests use this with
     /// `MaterializationMode.manual` to schedule visibility exactly).
     public func materialize() {
+        let mark = checkpointer.mark
         state.withLock { Materializer.materializePending(state: &$0) }
+        boundLog(since: mark)
+    }
+
+    /// After a request or pass, once the engine's lock is released, with the log's ``WALCheckpointer/mark`` from
+    /// before it: when the log was already past the checkpoint threshold before it, did not restart during it and
+    /// is now at ``ServerStore/logLimit`` frames or more, waits for the checkpoint beside the store, so that the
+    /// next write restarts the log (``WALCheckpointer/bound(atFrames:since:threshold:)``). Requests that arrive
+    /// meanwhile are served. A request long only with its own frames (a rebuild's staging) answers without
+    /// waiting for its checkpoint, which runs while the client fetches pages.
+    func boundLog(since mark: LogMark) {
+        checkpointer.bound(atFrames: logLimit, since: mark, threshold: checkpointFrames)
     }
 
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
@@ -58,7 +81,9 @@ public final class SyncEngine: HTTPHandler, Sendable {
                     ? WireError(.temporaryUnavailable, "temporarily unavailable")
                     : WireError(.retryLater, "retry later")))
             }
+            let mark = checkpointer.mark
             let response = respond(protocolRoute(request))
+            boundLog(since: mark)
             return fault.loseResponse ? response.losingBody() : response
         case ("POST", "/operator/faults"):
             return operatorFault(request)
@@ -180,13 +205,16 @@ public final class SyncEngine: HTTPHandler, Sendable {
             return respond(.failure(.invalidRequest("malformed JSON: \(error.rule.rawValue)")))
         }
         let now = configuration.clock.nowMicroseconds()
-        return respond(state.withLock { state in
+        let mark = checkpointer.mark
+        let reply = state.withLock { state in
             switch request.path {
             case "/operator/schema": return SchemaPublishEndpoint.handle(body, now: now, state: &state)
             case "/operator/seed/manifest": return SeedExportEndpoint.manifest(body, now: now, state: &state)
             default: return SeedExportEndpoint.scope(body, now: now, state: &state)
             }
-        })
+        }
+        boundLog(since: mark)
+        return respond(reply)
     }
 
     /// The operator credential, compared in constant time; operator routes are off without one.

@@ -9,8 +9,12 @@
 /// A portable seed export copies the live rows of every portable scope from `projection` and
 /// `membership` into `seed_export_rows` at one boundary (`seed_exports`, `seed_export_scopes`):
 /// exports never change afterwards (`spec/integrity.md` §7.2).
+///
+/// A rebuild session stages its rows by reference to `projection` (``rebuildRows(named:)``); triggers save a
+/// projection row's old body into the staged rows that refer to it before it changes (``stagedRowReferences``).
 enum ServerSchema {
-    static let version: Int32 = 1
+    /// 2: rebuild sessions stage rows by reference (``rebuildRows(named:)``); 1 copied every row body.
+    static let version: Int32 = 2
 
     static let script = """
         CREATE TABLE server_meta(
@@ -132,16 +136,7 @@ enum ServerSchema {
             UNIQUE(user_id, client_id, rebuild_id)
         );
 
-        CREATE TABLE rebuild_rows(
-            session_id INTEGER NOT NULL,
-            ordinal INTEGER NOT NULL,
-            table_id TEXT NOT NULL,
-            pk BLOB NOT NULL,
-            row BLOB NOT NULL,
-            server_version TEXT NOT NULL,
-            row_digest BLOB NOT NULL,
-            PRIMARY KEY(session_id, ordinal)
-        ) WITHOUT ROWID;
+        \(rebuildRows(named: "rebuild_rows"))
 
         CREATE TABLE rebuild_pages(
             session_id INTEGER NOT NULL,
@@ -185,6 +180,72 @@ enum ServerSchema {
             row_digest BLOB NOT NULL,
             PRIMARY KEY(export_key, scope_id, ordinal)
         ) WITHOUT ROWID;
+
+        \(stagedRowReferences)
+        """
+
+    /// The staged rows of rebuild sessions (layout 2). A row staged by reference has `row` NULL: its body is the
+    /// `projection` row of the same `identity`, which still has the staged `server_version`. Before a projection
+    /// row changes, the triggers of ``stagedRowReferences`` save its body into every staged row that still refers
+    /// to it, so a staged snapshot never changes. Rows staged with a body (all rows of layout 1) need no identity.
+    static func rebuildRows(named name: String) -> String {
+        """
+        CREATE TABLE \(name)(
+            session_id INTEGER NOT NULL,
+            ordinal INTEGER NOT NULL,
+            identity BLOB,
+            table_id TEXT NOT NULL,
+            pk BLOB NOT NULL,
+            row BLOB,
+            server_version TEXT NOT NULL,
+            row_digest BLOB NOT NULL,
+            PRIMARY KEY(session_id, ordinal),
+            CHECK(row IS NOT NULL OR identity IS NOT NULL)
+        ) WITHOUT ROWID;
+        """
+    }
+
+    /// Copy-on-write of staged rows: the sessions that may still hold rows staged by reference
+    /// (`rebuild_references`), their unsaved rows by session and identity, and the triggers that save a projection
+    /// row's body into them before any write path changes the row. `INSERT OR REPLACE` (the materializer) replaces
+    /// without a delete trigger, so the insert trigger reads the row it is about to replace; an insert of a new
+    /// identity finds no staged reference. The index leads with the session so that staging a session appends to
+    /// it (its ordinals are in identity order) instead of inserting among the entries of every other session.
+    static let stagedRowReferences = """
+        CREATE TABLE rebuild_references(
+            session_id INTEGER PRIMARY KEY
+        );
+
+        CREATE INDEX rebuild_rows_by_reference ON rebuild_rows(session_id, identity) WHERE row IS NULL;
+
+        CREATE TRIGGER projection_insert_saves_staged BEFORE INSERT ON projection BEGIN
+            UPDATE rebuild_rows SET row = (SELECT p.row FROM projection p WHERE p.identity = NEW.identity)
+            WHERE session_id IN (SELECT session_id FROM rebuild_references) AND identity = NEW.identity
+                AND row IS NULL;
+        END;
+
+        CREATE TRIGGER projection_update_saves_staged BEFORE UPDATE ON projection BEGIN
+            UPDATE rebuild_rows SET row = OLD.row
+            WHERE session_id IN (SELECT session_id FROM rebuild_references) AND identity = OLD.identity
+                AND row IS NULL;
+        END;
+
+        CREATE TRIGGER projection_delete_saves_staged BEFORE DELETE ON projection BEGIN
+            UPDATE rebuild_rows SET row = OLD.row
+            WHERE session_id IN (SELECT session_id FROM rebuild_references) AND identity = OLD.identity
+                AND row IS NULL;
+        END;
+        """
+
+    /// Layout 1 → 2: `rebuild_rows` gains the nullable `identity` and may stage by reference. Its rows (all with
+    /// bodies) are copied into the new table, so sessions staged before the migration serve the same pages.
+    static let migrationFrom1 = """
+        \(rebuildRows(named: "rebuild_rows_v2"))
+        INSERT INTO rebuild_rows_v2(session_id, ordinal, identity, table_id, pk, row, server_version, row_digest)
+            SELECT session_id, ordinal, NULL, table_id, pk, row, server_version, row_digest FROM rebuild_rows;
+        DROP TABLE rebuild_rows;
+        ALTER TABLE rebuild_rows_v2 RENAME TO rebuild_rows;
+        \(stagedRowReferences)
         """
 }
 

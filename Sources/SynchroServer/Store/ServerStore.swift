@@ -5,23 +5,52 @@ import SynchroProtocol
 /// initial load of a dataset. The store is used under the engine's lock only.
 final class ServerStore {
     let db: Connection
+    /// Checkpoints the log beside the store's connection, which never checkpoints in its own commits.
+    let checkpointer: WALCheckpointer
+    /// Frames a commit may leave in the log before a checkpoint is scheduled (`PRAGMA wal_autocheckpoint`).
+    let checkpointFrames: Int
 
     /// Opens (creating and loading when new) the database at `path`.
-    init(path: String, dataset: Dataset, rowsOverride: Int?, clock: any ServerClock) throws {
+    ///
+    /// `checkpointFrames` replaces SQLite's automatic checkpoint threshold (1000 frames when nil): once a commit
+    /// leaves that many frames in the log, ``checkpointer`` copies them on its own connection and thread, so a
+    /// request that commits many pages (a rebuild's staging) no longer also copies the log and syncs the file.
+    init(
+        path: String, dataset: Dataset, rowsOverride: Int?, clock: any ServerClock, checkpointFrames: Int? = nil
+    ) throws {
         db = try Connection(path: path)
         try db.setBusyTimeout(milliseconds: 5000)
         _ = try db.setJournalMode(.wal)
         try db.setSynchronous(.normal)
+        if let checkpointFrames { try db.execute("PRAGMA wal_autocheckpoint = \(max(1, checkpointFrames))") }
+        let threshold = Int(max(1, try db.scalar("PRAGMA wal_autocheckpoint")?.integerValue ?? 1000))
+        let checkpointer = WALCheckpointer(path: path)
+        self.checkpointer = checkpointer
+        self.checkpointFrames = threshold
+        try db.setWALHook { frames in checkpointer.committed(frames: frames, threshold: threshold) }
         if try db.userVersion() == 0 {
             try db.transaction(kind: .immediate) {
                 try db.execute(ServerSchema.script)
                 try db.setUserVersion(ServerSchema.version)
                 try initialize(dataset: dataset, rowsOverride: rowsOverride, clock: clock)
             }
+        } else if try db.userVersion() == 1 {
+            try db.transaction(kind: .immediate) {
+                try db.execute(ServerSchema.migrationFrom1)
+                try db.setUserVersion(ServerSchema.version)
+            }
         } else if try db.userVersion() != ServerSchema.version {
             throw ServerStoreError.unsupportedLayout(try db.userVersion())
         }
     }
+
+    deinit {
+        checkpointer.close()
+    }
+
+    /// How long the log may grow before the writer that made it that long waits for the checkpoint beside it:
+    /// 8 times the checkpoint threshold (``SyncEngine/boundLog(since:)``).
+    var logLimit: Int { 8 * checkpointFrames }
 
     // MARK: - Metadata
 

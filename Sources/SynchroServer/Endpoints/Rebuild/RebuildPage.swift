@@ -4,7 +4,8 @@ import SynchroProtocol
 /// The pages of a rebuild session (`spec/wire-protocol.md` §6.2, §6.3).
 ///
 /// A page is a pure function of the staged snapshot: the staged rows of its ordinal range in
-/// ordinal order, spliced as stored, and tokens signed deterministically (HMAC over a payload of
+/// ordinal order, spliced as stored (a row staged by reference with the projection body it refers
+/// to, which still has the staged version), and tokens signed deterministically (HMAC over a payload of
 /// session facts). Building a page again therefore gives the same octets every time, which is what
 /// exact replay requires, without storing each page body beside the staged rows it repeats.
 enum RebuildPage {
@@ -26,11 +27,17 @@ enum RebuildPage {
         w.key("records")
         w.raw("[")
         var written: Int64 = 0
+        // A row staged by reference takes the projection's body, which must still be the staged version (the
+        // projection's triggers save the body before any change, so a mismatch is a broken snapshot).
         try state.store.db.cachedStatement("""
-            SELECT table_id, pk, row, server_version, row_digest FROM rebuild_rows
-            WHERE session_id = ? AND ordinal >= ? AND ordinal < ? ORDER BY ordinal
+            SELECT r.table_id, r.pk, coalesce(r.row, p.row), r.server_version, r.row_digest,
+                   r.row IS NULL AND (p.row IS NULL OR p.server_version IS NOT r.server_version)
+            FROM rebuild_rows r LEFT JOIN projection p ON r.row IS NULL AND p.identity = r.identity
+            WHERE r.session_id = ? AND r.ordinal >= ? AND r.ordinal < ? ORDER BY r.ordinal
             """).forEachRow([.integer(session.id), .integer(ordinal), .integer(end)]) { row in
-            guard row.withBlobBytes(at: 4, { $0.count }) == 32 else { throw SyncIntegrityViolation() }
+            guard row.int64(at: 5) == 0, row.withBlobBytes(at: 4, { $0.count }) == 32 else {
+                throw SyncIntegrityViolation()
+            }
             if written > 0 { w.raw(",") }
             written += 1
             try names.select(row, column: 0)

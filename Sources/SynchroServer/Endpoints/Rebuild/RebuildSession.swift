@@ -84,9 +84,12 @@ struct RebuildSession {
     /// in the caller's write transaction (the boundary, the rows and the digest are then one
     /// consistent snapshot).
     ///
-    /// The rows are copied first, so that the copy's row count is the cardinality the scope digest
-    /// declares: the digest then reads the scope once more for its identities, not twice. The
-    /// session row is completed with count and digest before the transaction commits.
+    /// The rows are staged by reference (`row` NULL: the body is the projection row's, saved by the
+    /// projection's triggers before it changes — ``ServerSchema/stagedRowReferences``), so staging
+    /// writes a few dozen octets per row instead of every body. They are staged first, so that the
+    /// row count is the cardinality the scope digest declares: the digest then reads the scope once
+    /// more for its identities, not twice. The session row is completed with count and digest before
+    /// the transaction commits.
     static func stage(
         request: RebuildRequest, client: ClientRecord, stream: StreamState, now: Int64, state: inout EngineState
     ) throws -> RebuildSession {
@@ -103,13 +106,14 @@ struct RebuildSession {
             ])
         let id = db.lastInsertRowID
         try db.cachedStatement("""
-            INSERT INTO rebuild_rows(session_id, ordinal, table_id, pk, row, server_version, row_digest)
-            SELECT ?1, row_number() OVER (ORDER BY m.identity) - 1, p.table_id, p.pk, p.row, p.server_version,
-                   p.row_digest
+            INSERT INTO rebuild_rows(session_id, ordinal, identity, table_id, pk, row, server_version, row_digest)
+            SELECT ?1, row_number() OVER (ORDER BY m.identity) - 1, p.identity, p.table_id, p.pk, NULL,
+                   p.server_version, p.row_digest
             FROM membership m JOIN projection p ON p.identity = m.identity
             WHERE m.scope_id = ?2 AND p.state = 0
             """).run([.integer(id), .text(request.scope)])
         let staged = Int64(db.changes)
+        try db.cachedStatement("INSERT INTO rebuild_references(session_id) VALUES (?)").run([.integer(id)])
         let digest = try state.scopeDigests.digest(
             scope: request.scope, manifest: state.manifest, generations: stream.generations, store: state.store,
             knownCardinality: staged)
@@ -137,6 +141,10 @@ struct RebuildSession {
         try store.db.cachedStatement("""
             DELETE FROM rebuild_pages WHERE request_ordinal >= 0
                 AND session_id IN (SELECT session_id FROM rebuild_sessions WHERE created_us <= ?)
+            """).run(cutoff)
+        try store.db.cachedStatement("""
+            DELETE FROM rebuild_references
+            WHERE session_id IN (SELECT session_id FROM rebuild_sessions WHERE created_us <= ?)
             """).run(cutoff)
     }
 

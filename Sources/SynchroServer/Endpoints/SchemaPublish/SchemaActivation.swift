@@ -44,6 +44,8 @@ struct SchemaActivation {
                 manifest, json: publication.manifestJSON, affectedScopes: publication.affectedScopes)
             try store.setMeta(Self.requestKey(manifest.schemaVersion), .blob(request))
             try store.setMeta(Self.responseKey(manifest.schemaVersion), .blob(response))
+            // First: rows still staged by reference would otherwise take a copy of every body rewritten below.
+            try dropRebuildStages(except: manifest.schemaHash)
             for table in current.tables where manifest.table(id: table.tableID) == nil {
                 try removeRows(of: table.tableID)
             }
@@ -58,7 +60,6 @@ struct SchemaActivation {
                 throw SchemaPublicationError(
                     "value_not_convertible", table: unconvertible.tableID, field: unconvertible.fieldID)
             }
-            try dropRebuildStages(except: manifest.schemaHash)
         }
     }
 
@@ -197,6 +198,10 @@ struct SchemaActivation {
         let hash: [SQLiteValue] = [.text(schemaHash)]
         try store.db.cachedStatement("""
             DELETE FROM rebuild_rows
+            WHERE session_id IN (SELECT session_id FROM rebuild_sessions WHERE schema_hash <> ?)
+            """).run(hash)
+        try store.db.cachedStatement("""
+            DELETE FROM rebuild_references
             WHERE session_id IN (SELECT session_id FROM rebuild_sessions WHERE schema_hash <> ?)
             """).run(hash)
         // The lineage record (a negative ordinal) stays: loading the session needs it for the 409.
