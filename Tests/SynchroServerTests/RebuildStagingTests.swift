@@ -132,8 +132,8 @@ struct RebuildStagingTests {
         #expect(try client.rebuildPage(scope: "catalog", rebuildID: expired, cursor: nil, limit: 30).status == 409)
     }
 
-    /// What a layout-1 server stored for the same sessions: every staged row with its body, no identity column,
-    /// no triggers.
+    /// What a layout-1 server stored for the same sessions: every staged row with its body, keyed by session and
+    /// ordinal, no identity column, no staged numbering, no triggers.
     static func downgradeToLayout1(_ db: Connection) throws {
         try db.transaction(kind: .immediate) {
             try db.execute("""
@@ -152,11 +152,13 @@ struct RebuildStagingTests {
                     PRIMARY KEY(session_id, ordinal)
                 ) WITHOUT ROWID;
                 INSERT INTO rebuild_rows_v1
-                    SELECT r.session_id, r.ordinal, r.table_id, r.pk, coalesce(r.row, p.row), r.server_version,
-                           r.row_digest
-                    FROM rebuild_rows r LEFT JOIN projection p ON p.identity = r.identity;
+                    SELECT r.session_id, r.staged - s.first_staged, r.table_id, r.pk, coalesce(r.row, p.row),
+                           r.server_version, r.row_digest
+                    FROM rebuild_rows r JOIN rebuild_sessions s ON s.session_id = r.session_id
+                    LEFT JOIN projection p ON p.identity = r.identity;
                 DROP TABLE rebuild_rows;
                 ALTER TABLE rebuild_rows_v1 RENAME TO rebuild_rows;
+                ALTER TABLE rebuild_sessions DROP COLUMN first_staged;
                 PRAGMA user_version = 1;
                 """)
         }

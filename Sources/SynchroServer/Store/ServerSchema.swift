@@ -133,6 +133,7 @@ enum ServerSchema {
             created_us INTEGER NOT NULL,
             row_count INTEGER NOT NULL,
             scope_digest BLOB NOT NULL,
+            first_staged INTEGER NOT NULL DEFAULT 0,
             UNIQUE(user_id, client_id, rebuild_id)
         );
 
@@ -188,20 +189,36 @@ enum ServerSchema {
     /// `projection` row of the same `identity`, which still has the staged `server_version`. Before a projection
     /// row changes, the triggers of ``stagedRowReferences`` save its body into every staged row that still refers
     /// to it, so a staged snapshot never changes. Rows staged with a body (all rows of layout 1) need no identity.
+    ///
+    /// A session's rows are one run of `staged` numbers in identity order, from the session's `first_staged`:
+    /// the row of ordinal `o` is `first_staged + o`. SQLite numbers the rows of one `INSERT … SELECT … ORDER BY`
+    /// in the order the `SELECT` yields them, and `AUTOINCREMENT` never reuses a number of a purged session, so
+    /// staging needs no window function (`row_number()` copied every staged row into a temporary table first:
+    /// 0.21 s against 0.11 s for 100,040 rows).
     static func rebuildRows(named name: String) -> String {
         """
         CREATE TABLE \(name)(
+            staged INTEGER PRIMARY KEY AUTOINCREMENT,
             session_id INTEGER NOT NULL,
-            ordinal INTEGER NOT NULL,
             identity BLOB,
             table_id TEXT NOT NULL,
             pk BLOB NOT NULL,
             row BLOB,
             server_version TEXT NOT NULL,
             row_digest BLOB NOT NULL,
-            PRIMARY KEY(session_id, ordinal),
             CHECK(row IS NOT NULL OR identity IS NOT NULL)
-        ) WITHOUT ROWID;
+        );
+        """
+    }
+
+    /// Deletes the staged rows of the sessions `condition` selects (a predicate over `rebuild_sessions` as `s`):
+    /// each session's rows are found as its run of `staged` numbers.
+    static func deleteStagedRowsSQL(where condition: String) -> String {
+        """
+        DELETE FROM rebuild_rows WHERE staged IN (
+            SELECT r.staged FROM rebuild_sessions AS s JOIN rebuild_rows AS r
+                ON r.staged >= s.first_staged AND r.staged < s.first_staged + s.row_count AND r.session_id = s.session_id
+            WHERE \(condition))
         """
     }
 
@@ -237,12 +254,20 @@ enum ServerSchema {
         END;
         """
 
-    /// Layout 1 → 2: `rebuild_rows` gains the nullable `identity` and may stage by reference. Its rows (all with
-    /// bodies) are copied into the new table, so sessions staged before the migration serve the same pages.
+    /// Layout 1 → 2: `rebuild_rows` gains the nullable `identity`, may stage by reference, and numbers each
+    /// session's rows as one run of `staged` from the session's new `first_staged`. Its rows (all with bodies) are
+    /// copied into the new table in session and ordinal order, so sessions staged before the migration serve the
+    /// same pages.
     static let migrationFrom1 = """
+        ALTER TABLE rebuild_sessions ADD COLUMN first_staged INTEGER NOT NULL DEFAULT 0;
         \(rebuildRows(named: "rebuild_rows_v2"))
-        INSERT INTO rebuild_rows_v2(session_id, ordinal, identity, table_id, pk, row, server_version, row_digest)
-            SELECT session_id, ordinal, NULL, table_id, pk, row, server_version, row_digest FROM rebuild_rows;
+        INSERT INTO rebuild_rows_v2(session_id, identity, table_id, pk, row, server_version, row_digest)
+            SELECT session_id, NULL, table_id, pk, row, server_version, row_digest FROM rebuild_rows
+            ORDER BY session_id, ordinal;
+        CREATE INDEX rebuild_rows_v2_by_session ON rebuild_rows_v2(session_id);
+        UPDATE rebuild_sessions SET first_staged = coalesce(
+            (SELECT min(staged) FROM rebuild_rows_v2 AS r WHERE r.session_id = rebuild_sessions.session_id), 0);
+        DROP INDEX rebuild_rows_v2_by_session;
         DROP TABLE rebuild_rows;
         ALTER TABLE rebuild_rows_v2 RENAME TO rebuild_rows;
         \(stagedRowReferences)

@@ -33,8 +33,11 @@ enum RebuildPage {
             SELECT r.table_id, r.pk, coalesce(r.row, p.row), r.server_version, r.row_digest,
                    r.row IS NULL AND (p.row IS NULL OR p.server_version IS NOT r.server_version)
             FROM rebuild_rows r LEFT JOIN projection p ON r.row IS NULL AND p.identity = r.identity
-            WHERE r.session_id = ? AND r.ordinal >= ? AND r.ordinal < ? ORDER BY r.ordinal
-            """).forEachRow([.integer(session.id), .integer(ordinal), .integer(end)]) { row in
+            WHERE r.staged >= ? AND r.staged < ? AND r.session_id = ? ORDER BY r.staged
+            """).forEachRow([
+                .integer(session.firstStaged + ordinal), .integer(session.firstStaged + min(end, session.rowCount)),
+                .integer(session.id),
+            ]) { row in
             guard row.int64(at: 5) == 0, row.withBlobBytes(at: 4, { $0.count }) == 32 else {
                 throw SyncIntegrityViolation()
             }

@@ -23,6 +23,8 @@ struct RebuildSession {
     let created: Int64
     let rowCount: Int64
     let scopeDigest: [UInt8]
+    /// The `rebuild_rows.staged` number of the first staged row; the row of ordinal `o` is `firstStaged + o`.
+    let firstStaged: Int64
     let generations: StreamGenerations
 
     var expiry: Int64 { created + Self.lifetime }
@@ -42,7 +44,7 @@ struct RebuildSession {
 
     private static let columns = """
         session_id, user_id, client_id, rebuild_id, scope_id, schema_hash, generation, accepted_write_epoch,
-        boundary, page_limit, created_us, row_count, scope_digest
+        boundary, page_limit, created_us, row_count, scope_digest, first_staged
         """
 
     /// The session of one attempt, by the identity the client chose for it.
@@ -63,7 +65,7 @@ struct RebuildSession {
                 id: s.int64(at: 0), user: try s.text(at: 1), client: try s.text(at: 2), rebuildID: try s.text(at: 3),
                 scope: try s.text(at: 4), hash: try s.text(at: 5), generation: s.int64(at: 6), epoch: s.int64(at: 7),
                 boundary: s.int64(at: 8), limit: s.int64(at: 9), created: s.int64(at: 10), rows: s.int64(at: 11),
-                digest: s.blob(at: 12)
+                digest: s.blob(at: 12), firstStaged: s.int64(at: 13)
             )
         }.first
         guard let found else { return nil }
@@ -75,7 +77,7 @@ struct RebuildSession {
             id: found.id, userID: found.user, clientID: found.client, rebuildID: found.rebuildID, scope: found.scope,
             schemaHash: found.hash, generation: found.generation, epoch: found.epoch, boundary: found.boundary,
             limit: found.limit, created: found.created, rowCount: found.rows, scopeDigest: found.digest,
-            generations: generations)
+            firstStaged: found.firstStaged, generations: generations)
     }
 
     // MARK: - Staging
@@ -106,27 +108,35 @@ struct RebuildSession {
             ])
         let id = db.lastInsertRowID
         try db.cachedStatement("""
-            INSERT INTO rebuild_rows(session_id, ordinal, identity, table_id, pk, row, server_version, row_digest)
-            SELECT ?1, row_number() OVER (ORDER BY m.identity) - 1, p.identity, p.table_id, p.pk, NULL,
-                   p.server_version, p.row_digest
+            INSERT INTO rebuild_rows(session_id, identity, table_id, pk, row, server_version, row_digest)
+            SELECT ?1, p.identity, p.table_id, p.pk, NULL, p.server_version, p.row_digest
             FROM membership m JOIN projection p ON p.identity = m.identity
             WHERE m.scope_id = ?2 AND p.state = 0
+            ORDER BY m.identity
             """).run([.integer(id), .text(request.scope)])
         let staged = Int64(db.changes)
+        // The rows are numbered one after another in identity order (``ServerSchema/rebuildRows(named:)``).
+        let firstStaged = staged > 0 ? db.lastInsertRowID - staged + 1 : 0
+        guard try db.cachedStatement(
+            "SELECT count(*) FROM rebuild_rows WHERE staged >= ? AND staged < ? AND session_id = ?"
+        ).scalar([.integer(firstStaged), .integer(firstStaged + staged), .integer(id)])?.integerValue == staged
+        else { throw SyncIntegrityViolation() }
         try db.cachedStatement("INSERT INTO rebuild_references(session_id) VALUES (?)").run([.integer(id)])
         let digest = try state.scopeDigests.digest(
             scope: request.scope, manifest: state.manifest, generations: stream.generations, store: state.store,
             knownCardinality: staged)
         guard staged == digest.cardinality else { throw SyncIntegrityViolation() }
-        try db.cachedStatement("UPDATE rebuild_sessions SET row_count = ?, scope_digest = ? WHERE session_id = ?")
-            .run([.integer(digest.cardinality), .blob(digest.digest), .integer(id)])
+        try db.cachedStatement("""
+            UPDATE rebuild_sessions SET row_count = ?, scope_digest = ?, first_staged = ? WHERE session_id = ?
+            """).run([.integer(digest.cardinality), .blob(digest.digest), .integer(firstStaged), .integer(id)])
         try db.cachedStatement("INSERT INTO rebuild_pages(session_id, request_ordinal, body) VALUES (?, ?, ?)")
             .run([.integer(id), .integer(lineageOrdinal), .blob(encodeLineage(stream.generations))])
         return RebuildSession(
             id: id, userID: client.userID, clientID: client.clientID, rebuildID: request.rebuildID,
             scope: request.scope, schemaHash: state.manifest.schemaHash, generation: client.generation,
             epoch: client.acceptedWriteEpoch, boundary: stream.position, limit: request.limit, created: now,
-            rowCount: digest.cardinality, scopeDigest: digest.digest, generations: stream.generations)
+            rowCount: digest.cardinality, scopeDigest: digest.digest, firstStaged: firstStaged,
+            generations: stream.generations)
     }
 
     /// Drops the staged rows of expired sessions (and page bodies, which databases written before
@@ -135,9 +145,7 @@ struct RebuildSession {
     /// rather than a new snapshot under the old `rebuild_id`.
     private static func purgeExpired(now: Int64, store: ServerStore) throws {
         let cutoff: [SQLiteValue] = [.integer(now - lifetime)]
-        try store.db.cachedStatement("""
-            DELETE FROM rebuild_rows WHERE session_id IN (SELECT session_id FROM rebuild_sessions WHERE created_us <= ?)
-            """).run(cutoff)
+        try store.db.cachedStatement(ServerSchema.deleteStagedRowsSQL(where: "s.created_us <= ?")).run(cutoff)
         try store.db.cachedStatement("""
             DELETE FROM rebuild_pages WHERE request_ordinal >= 0
                 AND session_id IN (SELECT session_id FROM rebuild_sessions WHERE created_us <= ?)

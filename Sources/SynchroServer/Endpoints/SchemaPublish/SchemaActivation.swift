@@ -196,10 +196,7 @@ struct SchemaActivation {
     /// Staged rows and pages of sessions bound to another schema: they can never be served again.
     private func dropRebuildStages(except schemaHash: String) throws {
         let hash: [SQLiteValue] = [.text(schemaHash)]
-        try store.db.cachedStatement("""
-            DELETE FROM rebuild_rows
-            WHERE session_id IN (SELECT session_id FROM rebuild_sessions WHERE schema_hash <> ?)
-            """).run(hash)
+        try store.db.cachedStatement(ServerSchema.deleteStagedRowsSQL(where: "s.schema_hash <> ?")).run(hash)
         try store.db.cachedStatement("""
             DELETE FROM rebuild_references
             WHERE session_id IN (SELECT session_id FROM rebuild_sessions WHERE schema_hash <> ?)
