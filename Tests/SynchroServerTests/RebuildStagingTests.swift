@@ -37,6 +37,17 @@ struct RebuildStagingTests {
         try run.pages.map { try CanonicalJSON.encode(try #require($0.object["records"])) }
     }
 
+    /// Requests every page of `run` again (limit 30) and expects the octets first served.
+    static func expectReplays(_ run: RebuildRun, by client: WireClient, _ when: String) throws {
+        for (index, page) in run.pages.enumerated() {
+            let cursor = index == 0 ? nil : run.continuations[index - 1]
+            let replay = try client.rebuildPage(scope: "catalog", rebuildID: run.rebuildID, cursor: cursor, limit: 30)
+            #expect(replay.status == 200)
+            let same = replay.body == page.body
+            #expect(same, "page \(index) differs \(when)")
+        }
+    }
+
     /// A second connection to a server's database file.
     static func database(_ directory: TemporaryDirectory) throws -> Connection {
         let db = try Connection(path: directory.path("server.db"))
@@ -56,14 +67,7 @@ struct RebuildStagingTests {
         try Self.changeCatalog(server, deleting: try Self.twoProducts(served))
 
         // The session served before the change replays byte for byte.
-        for (index, page) in served.pages.enumerated() {
-            let cursor = index == 0 ? nil : served.continuations[index - 1]
-            let replay = try client.rebuildPage(
-                scope: "catalog", rebuildID: served.rebuildID, cursor: cursor, limit: 30)
-            #expect(replay.status == 200)
-            let same = replay.body == page.body
-            #expect(same, "page \(index) differs on replay")
-        }
+        try Self.expectReplays(served, by: client, "on replay")
         // The session staged before the change and served after it gives what the first one gave: the same
         // records, and the same final page (continuations name their session, the final page does not).
         let late = try client.rebuild(scope: "catalog", limit: 30, rebuildID: pending)
@@ -184,14 +188,7 @@ struct RebuildStagingTests {
         #expect(triggers.count == 3)
         let client = connected.on(server)
         try Self.changeCatalog(server, deleting: try Self.twoProducts(served))
-        for (index, page) in served.pages.enumerated() {
-            let cursor = index == 0 ? nil : served.continuations[index - 1]
-            let replay = try client.rebuildPage(
-                scope: "catalog", rebuildID: served.rebuildID, cursor: cursor, limit: 30)
-            #expect(replay.status == 200)
-            let same = replay.body == page.body
-            #expect(same, "page \(index) differs after the migration")
-        }
+        try Self.expectReplays(served, by: client, "after the migration")
         let fresh = try client.rebuild(scope: "catalog", limit: 30)
         let digest = try DigestCheck.scopeDigest(fresh.records, scope: "catalog", manifest: client.manifest)
         #expect(fresh.checksum == digest)
