@@ -44,14 +44,7 @@ extension Statement {
 
     /// Binds bytes to parameter `index`; an empty array binds an empty blob, not NULL.
     public func bind(_ value: [UInt8], at index: Int) throws(SQLiteError) {
-        let position = Int32(clamping: index)
-        let resultCode = value.withUnsafeBytes { bytes in
-            // A nil pointer would bind NULL, so an empty blob is bound as a zero-length zeroblob.
-            guard let base = bytes.baseAddress, bytes.count > 0 else {
-                return sqlite3_bind_zeroblob(handle, position, 0)
-            }
-            return sqlite3_bind_blob64(handle, position, base, sqlite3_uint64(bytes.count), sqliteTransient)
-        }
+        let resultCode = value.withUnsafeBytes { bytes in bindBlob(bytes, at: Int32(clamping: index)) }
         try check(resultCode)
     }
 
@@ -102,14 +95,29 @@ extension Statement {
         }
     }
 
-    /// Binds UTF-8 `bytes`; an empty buffer binds empty text rather than NULL.
-    func bindText(_ bytes: UnsafeBufferPointer<UInt8>, at position: Int32) -> Int32 {
+    /// Binds UTF-8 `bytes`; an empty buffer binds empty text rather than NULL. SQLite copies them, unless
+    /// `destructor` is nil (`SQLITE_STATIC`): then they must outlive the binding.
+    func bindText(
+        _ bytes: UnsafeBufferPointer<UInt8>, at position: Int32, destructor: sqlite3_destructor_type? = sqliteTransient
+    ) -> Int32 {
         let encoding = UInt8(SQLITE_UTF8)
         guard let base = bytes.baseAddress, bytes.count > 0 else {
             return sqlite3_bind_text64(handle, position, "", 0, sqliteTransient, encoding)
         }
         let characters = UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self)
-        return sqlite3_bind_text64(handle, position, characters, sqlite3_uint64(bytes.count), sqliteTransient, encoding)
+        return sqlite3_bind_text64(handle, position, characters, sqlite3_uint64(bytes.count), destructor, encoding)
+    }
+
+    /// Binds `bytes` as a blob; an empty buffer binds an empty blob rather than NULL. SQLite copies them, unless
+    /// `destructor` is nil (`SQLITE_STATIC`): then they must outlive the binding.
+    func bindBlob(
+        _ bytes: UnsafeRawBufferPointer, at position: Int32, destructor: sqlite3_destructor_type? = sqliteTransient
+    ) -> Int32 {
+        // A nil pointer would bind NULL, so an empty blob is bound as a zero-length zeroblob.
+        guard let base = bytes.baseAddress, bytes.count > 0 else {
+            return sqlite3_bind_zeroblob(handle, position, 0)
+        }
+        return sqlite3_bind_blob64(handle, position, base, sqlite3_uint64(bytes.count), destructor)
     }
 
     private func resolveParameter(named name: String) throws(SQLiteError) -> Int {

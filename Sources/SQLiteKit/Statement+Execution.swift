@@ -62,19 +62,13 @@ extension Statement {
             return sqlite3_bind_double(handle, position, real)
         case .text(let text):
             let count = text.utf8.count
-            guard count > 0, let base = storage.baseAddress else {
-                return sqlite3_bind_text64(handle, position, "", 0, sqliteTransient, UInt8(SQLITE_UTF8))
-            }
             defer { offset += count }
-            let characters = UnsafeRawPointer(base + offset).assumingMemoryBound(to: CChar.self)
-            return sqlite3_bind_text64(handle, position, characters, sqlite3_uint64(count), nil, UInt8(SQLITE_UTF8))
+            let bytes = UnsafeBufferPointer(rebasing: storage[offset..<(offset + count)])
+            return bindText(bytes, at: position, destructor: nil)
         case .blob(let bytes):
-            // A nil pointer would bind NULL, so an empty blob is bound as a zero-length zeroblob.
-            guard !bytes.isEmpty, let base = storage.baseAddress else {
-                return sqlite3_bind_zeroblob(handle, position, 0)
-            }
             defer { offset += bytes.count }
-            return sqlite3_bind_blob64(handle, position, base + offset, sqlite3_uint64(bytes.count), nil)
+            let stored = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: storage[offset..<(offset + bytes.count)]))
+            return bindBlob(stored, at: position, destructor: nil)
         }
     }
 
