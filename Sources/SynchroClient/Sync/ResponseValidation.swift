@@ -240,11 +240,7 @@ struct VerifiedRow: Sendable {
 /// A validated rebuild 200 body (`spec/wire-protocol.md` §6.2).
 struct RebuildPage: Sendable {
     let records: [VerifiedRow]
-    let cursor: String?
-    let finalScopeCursor: String?
-    let checksum: Checksum?
-
-    var isFinal: Bool { cursor == nil }
+    let outline: Outline
 
     /// Everything of the page but its records.
     struct Outline: Sendable {
@@ -255,28 +251,25 @@ struct RebuildPage: Sendable {
         var isFinal: Bool { cursor == nil }
     }
 
-    var outline: Outline { Outline(cursor: cursor, finalScopeCursor: finalScopeCursor, checksum: checksum) }
-
     init(json: JSONValue, scope: String, manifest: SchemaManifest) throws(SyncError) {
         let top = try ResponseReader(
             json, path: "", required: ["scope", "records", "cursor", "has_more"],
             optional: ["final_scope_cursor", "checksum"])
         guard try top.string("scope") == scope else { throw .contract(rule: "wrong_scope", member: "scope") }
         let hasMore = try top.bool("has_more")
-        cursor = try top.nullableString("cursor")
+        let cursor = try top.nullableString("cursor")
         if hasMore {
             guard let cursor, !cursor.isEmpty else { throw .contract(rule: "missing_continuation", member: "cursor") }
             guard !top.has("final_scope_cursor") else {
                 throw .contract(rule: "forbidden_member", member: "final_scope_cursor")
             }
             guard !top.has("checksum") else { throw .contract(rule: "forbidden_member", member: "checksum") }
-            finalScopeCursor = nil
-            checksum = nil
+            outline = Outline(cursor: cursor, finalScopeCursor: nil, checksum: nil)
         } else {
             guard cursor == nil else { throw .contract(rule: "final_page_continuation", member: "cursor") }
-            let final = try top.nonEmptyString("final_scope_cursor")
-            finalScopeCursor = final
-            checksum = try top.checksum("checksum")
+            outline = Outline(
+                cursor: nil, finalScopeCursor: try top.nonEmptyString("final_scope_cursor"),
+                checksum: try top.checksum("checksum"))
         }
         var digester = RowDigester(manifest: manifest)
         var records: [VerifiedRow] = []
