@@ -119,9 +119,33 @@ extension Connection {
         try execute("PRAGMA user_version = \(version)")
     }
 
-    /// The rows of `PRAGMA integrity_check`: exactly `["ok"]` for a sound database, otherwise one line per problem.
+    /// The rows of `PRAGMA integrity_check` (every attached database): exactly `["ok"]` for a sound database,
+    /// otherwise one line per problem.
     public func integrityCheck() throws(SQLiteError) -> [String] {
-        try prepare("PRAGMA integrity_check").rows().map { row in
+        try integrityCheck(.full)
+    }
+
+    /// What an integrity check covers.
+    public enum IntegrityCheckScope: Sendable, Equatable {
+        /// `PRAGMA integrity_check` of every attached database.
+        case full
+        /// `PRAGMA main.quick_check`: every b-tree's structure, the page accounting, NOT NULL and CHECK constraints,
+        /// but not whether each index holds exactly its table's rows, nor UNIQUE.
+        case quick
+        /// `PRAGMA main.integrity_check(table)`: every check of `full` that concerns this table and its indexes,
+        /// without the page accounting of the file.
+        case table(String)
+    }
+
+    /// The rows of the integrity check `scope`: exactly `["ok"]` when it finds nothing, otherwise one line per
+    /// problem.
+    public func integrityCheck(_ scope: IntegrityCheckScope) throws(SQLiteError) -> [String] {
+        let sql = switch scope {
+        case .full: "PRAGMA integrity_check"
+        case .quick: "PRAGMA main.quick_check"
+        case .table(let name): "PRAGMA main.integrity_check(\(SQLiteIdentifier.quote(name)))"
+        }
+        return try prepare(sql).rows().map { row in
             row.first?.textValue ?? ""
         }
     }

@@ -81,6 +81,35 @@ struct ConnectionTests {
         }
     }
 
+    @Test("quick_check misses an index that disagrees with its table; the full and the table's check name it")
+    func integrityCheckScopes() throws {
+        try withDatabase { db, directory in
+            try db.execute("""
+                CREATE TABLE t(a, b);
+                CREATE INDEX t_a ON t(a);
+                CREATE TABLE "u""v"(c NOT NULL);
+                INSERT INTO t(a, b) VALUES (1, 10), (2, 20), (3, 30);
+                INSERT INTO "u""v"(c) VALUES (1);
+                """)
+            for scope: Connection.IntegrityCheckScope in [.full, .quick, .table("t"), .table("u\"v")] {
+                #expect(try db.integrityCheck(scope) == ["ok"])
+            }
+            try db.execute("""
+                PRAGMA writable_schema = ON;
+                UPDATE sqlite_schema SET sql = 'CREATE INDEX t_a ON t(b)' WHERE name = 't_a';
+                PRAGMA writable_schema = OFF;
+                """)
+            db.close()
+            let reopened = try Connection(path: directory.path("test.db"), mode: .readOnly)
+            #expect(try reopened.integrityCheck(.quick) == ["ok"])
+            #expect(try reopened.integrityCheck(.table("u\"v")) == ["ok"])
+            let table = try reopened.integrityCheck(.table("t"))
+            #expect(table != ["ok"] && table.contains { $0.contains("t_a") })
+            #expect(try reopened.integrityCheck(.full) == table)
+            #expect(throws: SQLiteError.self) { try reopened.integrityCheck(.table("missing")) }
+        }
+    }
+
     @Test("backup copies every table of a live WAL database, header journal mode included")
     func backupCopies() throws {
         try withDatabase { db, directory in

@@ -247,7 +247,7 @@ struct InstallTests {
             staged, "UPDATE products SET title = title || '!' WHERE id = (SELECT max(id) FROM products)")
         try VerifyFixtures.migrateAsInstaller(staged)
 
-        let shared = SharedRowAudit()
+        let shared = PublicationHandoff()
         var publication = PublicationVerifier(path: seed, options: SeedVerificationOptions(), shared: shared)
         publication.run()
         #expect(publication.collector.finish().findings == [])

@@ -11,16 +11,16 @@ struct InstalledSeedValidator {
     let copy: StagedCopy
     let collector: FindingCollector
     /// The seed the copy was made from and the publication checks' audit of it, when they run alongside.
-    let seed: (path: String, shared: SharedRowAudit)?
+    let seed: (path: String, shared: PublicationHandoff)?
 
-    init(copy: StagedCopy, collector: FindingCollector, seed: (path: String, shared: SharedRowAudit)?) {
+    init(copy: StagedCopy, collector: FindingCollector, seed: (path: String, shared: PublicationHandoff)?) {
         self.copy = copy
         self.collector = collector
         self.seed = seed
     }
 
     /// Validates the migrated file at `path`.
-    init(path: String, collector: FindingCollector, seed: (path: String, shared: SharedRowAudit)?) {
+    init(path: String, collector: FindingCollector, seed: (path: String, shared: PublicationHandoff)?) {
         self.init(copy: .file(path), collector: collector, seed: seed)
     }
 
@@ -73,13 +73,12 @@ struct InstalledSeedValidator {
             return
         }
         defer { connection.close() }
-        // Item 1 runs concurrently with items 2–15; its finding is listed first.
-        let integrity = IntegrityCheckTask(copy)
+        // Item 1 runs concurrently with items 2–15; its finding is listed first. Alongside the publication checks
+        // it starts as a `quick_check` (see ``reportIntegrity(_:pages:at:_:)``).
+        let integrity = IntegrityCheckTask(copy, scope: seed == nil ? .full : .quick)
         let integrityPosition = collector.listed
-        defer {
-            integrity.report(into: collector, at: integrityPosition, as: .installerIntegrityCheck,
-                             failure: .installerSQLiteError)
-        }
+        let pages = seed.flatMap { pageIdentity(seed: $0.path, connection) }
+        defer { reportIntegrity(integrity, pages: pages, at: integrityPosition, connection) }
         step("checking the table set") {
             for table in Self.requiredTables where !(try connection.tableExists(table)) {
                 collector.add(.installerTableMissing, table: table, "the migrated layout lacks this table")
@@ -104,7 +103,7 @@ struct InstalledSeedValidator {
         step("reading _synchro_seed_receipts") { receipts = try readReceipts(schema.reference, connection) }
         step("reading _synchro_scopes") { scopes = try readScopes(connection) }
         matchScopes(scopes, receipts)
-        var audit = sharedAudit(schema.manifest, connection)
+        var audit = sharedAudit(schema.manifest, pages, connection)
         if audit == nil {
             step("re-reading the materialized rows") {
                 audit = try SeedRowAudit(
@@ -122,8 +121,10 @@ struct InstalledSeedValidator {
     /// and edges (so re-digesting the copy would recompute exactly those digests); its findings are reported
     /// again under the installer checks. Nil when the checks do not run alongside, when their audit did not run,
     /// or when the migration changed anything: the copy is then audited on its own.
-    private func sharedAudit(_ manifest: ClientManifest, _ connection: Connection) -> RowAuditResult? {
-        guard let seed, (try? sameRows(as: seed.path, manifest, connection)) == true else { return nil }
+    private func sharedAudit(
+        _ manifest: ClientManifest, _ pages: SeedPageIdentity?, _ connection: Connection
+    ) -> RowAuditResult? {
+        guard let seed, (try? sameRows(as: seed.path, manifest, pages, connection)) == true else { return nil }
         guard let audit = seed.shared.wait() else { return nil }
         collector.evaluated(RowAuditChecks.installer.all)
         let publication = RowAuditChecks.publication.all
@@ -136,22 +137,45 @@ struct InstalledSeedValidator {
         return audit
     }
 
+    /// The page comparison of the copy with the seed at `seedPath`; nil when the files cannot be compared by pages.
+    private func pageIdentity(seed seedPath: String, _ connection: Connection) -> SeedPageIdentity? {
+        switch copy {
+        case .file(let path):
+            return SeedPageIdentity(copy: path, seed: seedPath)
+        case .memory:
+            // Nothing writes to the in-memory copy while the validation reads it.
+            return SeedPageIdentity(copyOpenedBy: connection, seed: seedPath)
+        }
+    }
+
+    /// Runs `body` with the seed at `seedPath` attached to `connection` as `seed` (read-only, `immutable=1`).
+    func withSeedAttached<Result>(
+        _ seedPath: String, _ connection: Connection, _ body: () throws -> Result
+    ) throws -> Result {
+        var seedURI = SeedFileProbe.immutableURI(seedPath)
+        if case .memory = copy {
+            // An attached database inherits the connection's VFS; the seed is a file.
+            guard let vfs = Connection.defaultVFSName else { throw NoDefaultVFS() }
+            seedURI += "&vfs=" + vfs
+        }
+        try connection.run("ATTACH DATABASE ? AS seed", [.text(seedURI)])
+        defer { try? connection.execute("DETACH DATABASE seed") }
+        try connection.execute("PRAGMA seed.mmap_size = 0; PRAGMA seed.cache_size = -16384")
+        return try body()
+    }
+
+    /// SQLite names no default VFS, which the attached seed would need.
+    private struct NoDefaultVFS: Error {}
+
     /// Whether every synced table, `_synchro_row_versions`, `_synchro_scope_rows` and `_synchro_scopes` of the copy
     /// equal the seed's: the same rowids holding the same values of the same storage classes. A table the migration
     /// did not touch is proven equal by its pages (``SeedPageIdentity``); any other is read side by side with the
     /// attached seed's, both in rowid order. The migration leaves these rows in place (v13 keeps a seed's edge
     /// table and copies `_synchro_scopes`, or an edge table of another shape, in rowid order), so equal files compare
     /// equal; any other difference only costs the copy its own audit.
-    private func sameRows(as seedPath: String, _ manifest: ClientManifest, _ connection: Connection) throws -> Bool {
-        var seedURI = SeedFileProbe.immutableURI(seedPath)
-        if case .memory = copy {
-            // An attached database inherits the connection's VFS; the seed is a file.
-            guard let vfs = Connection.defaultVFSName else { return false }
-            seedURI += "&vfs=" + vfs
-        }
-        try connection.run("ATTACH DATABASE ? AS seed", [.text(seedURI)])
-        defer { try? connection.execute("DETACH DATABASE seed") }
-        try connection.execute("PRAGMA seed.mmap_size = 0; PRAGMA seed.cache_size = -16384")
+    private func sameRows(
+        as seedPath: String, _ manifest: ClientManifest, _ pages: SeedPageIdentity?, _ connection: Connection
+    ) throws -> Bool {
         var tables = manifest.localSchema.map { table in
             (table.tableName, table.columns.map { ($0.name, Self.numericTypes.contains($0.logicalType)) })
         }
@@ -164,13 +188,7 @@ struct InstalledSeedValidator {
         tables.append(("_synchro_scopes", [
             ("scope_id", false), ("cursor", true), ("checksum", true), ("generation", true), ("local_checksum", true),
         ]))
-        switch copy {
-        case .file(let path):
-            return try sameRows(tables, pages: SeedPageIdentity(copy: path, seed: seedPath), connection)
-        case .memory:
-            // Nothing writes to the in-memory copy while the validation reads it.
-            return try sameRows(tables, pages: SeedPageIdentity(copyOpenedBy: connection, seed: seedPath), connection)
-        }
+        return try withSeedAttached(seedPath, connection) { try sameRows(tables, pages: pages, connection) }
     }
 
     private func sameRows(

@@ -9,6 +9,9 @@ import SQLiteKit
 /// number, then a walk of the seed's b-tree from that root visits the same pages and reads the same records: the
 /// same rowids, values and storage classes.
 ///
+/// The same comparison of a table's index b-trees proves that the table and its indexes are the seed's page for
+/// page (``tablesProvenWithIndexes(on:)``), which the installer's integrity check relies on.
+///
 /// Anything short of that — a rewritten page, a moved root, a platform without `dbstat` — proves nothing, and the
 /// caller compares the table row by row instead.
 final class SeedPageIdentity {
@@ -30,6 +33,8 @@ final class SeedPageIdentity {
     private let page: UnsafeMutableRawBufferPointer
     /// The page of the seed last read.
     private let seedPage: UnsafeMutableRawBufferPointer
+    /// The outcome of each b-tree walked so far, by root page.
+    private var walks: [Int64: Walk] = [:]
 
     /// Opens both files; nil when either cannot be read or their headers differ in the fields that decide how a
     /// page is read.
@@ -50,10 +55,11 @@ final class SeedPageIdentity {
         let seedPage = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
         guard let header = Self.bytes(of: copy, at: 0, count: 100, buffer: page),
               let seedHeader = seed.read(at: 0, count: 100, into: seedPage),
-              // Bytes 16–17: page size; 20–23: reserved bytes and payload fractions; 56–59: text encoding. (Bytes
-              // 18–19 differ: the client switches the copy to WAL.)
+              // Bytes 16–17: page size; 20–23: reserved bytes and payload fractions; 44–47: schema format;
+              // 56–59: text encoding. (Bytes 18–19 differ: the client switches the copy to WAL.)
               ByteRange.equal(header + 16, seedHeader + 16, count: 2),
               ByteRange.equal(header + 20, seedHeader + 20, count: 4),
+              ByteRange.equal(header + 44, seedHeader + 44, count: 4),
               ByteRange.equal(header + 56, seedHeader + 56, count: 4),
               case let raw = Int(header[16]) << 8 | Int(header[17]), raw == 1 || raw >= 512
         else {
@@ -100,77 +106,135 @@ final class SeedPageIdentity {
         }
     }
 
+    /// The tables of the copy (`main` on `connection`, with the seed attached as `seed`) that are, with all their
+    /// indexes, page for page the seed's: the table and each index have the same schema entry in both files (type,
+    /// name, table, root page and SQL text, none missing or added) and every page of every one of their b-trees is
+    /// identical (``walk(root:)``). Whatever `PRAGMA integrity_check` finds about such a table — its b-trees, its
+    /// rows against its NOT NULL and CHECK constraints, each index's entries against the rows, UNIQUE — it finds in
+    /// both files alike, since it reads the same octets under the same definitions (the headers agree on page size,
+    /// reserved bytes, text encoding and schema format). Empty when the schemas cannot be read.
+    func tablesProvenWithIndexes(on connection: Connection) -> Set<String> {
+        struct Entry: Hashable {
+            let type: String
+            let name: String
+            let root: Int64
+            let sql: String?
+        }
+        func entries(_ schema: String) throws -> [String: Set<Entry>] {
+            let sql = "SELECT tbl_name, type, name, rootpage, sql FROM \(schema).sqlite_schema "
+                + "WHERE type IN ('table', 'index')"
+            let rows = try connection.query(sql) { row in
+                (table: try row.text(at: 0),
+                 Entry(type: try row.text(at: 1), name: try row.text(at: 2), root: row.int64(at: 3),
+                       sql: row.isNull(at: 4) ? nil : try row.text(at: 4)))
+            }
+            return Dictionary(grouping: rows, by: \.table).mapValues { Set($0.map(\.1)) }
+        }
+        do {
+            let copy = try entries("main")
+            let seed = try entries("seed")
+            var proven = Set<String>()
+            for (table, objects) in copy where objects.contains(where: { $0.type == "table" && $0.name == table }) {
+                guard seed[table] == objects, objects.allSatisfy({ walk(root: $0.root) == .identical }) else {
+                    continue
+                }
+                proven.insert(table)
+            }
+            return proven
+        } catch {
+            return []
+        }
+    }
+
     /// The outcome of ``walk(root:)``.
     enum Walk: Equatable {
         /// Every page of the b-tree is identical in both files.
         case identical
         /// A page of the b-tree differs, or is missing from the seed.
         case different
-        /// The b-tree holds a page this walk does not read (not a table b-tree page, a cell or pointer out of place):
-        /// `dbstat` lists the pages instead.
+        /// The b-tree holds a page this walk does not read (not a b-tree page of the root's kind, a cell or pointer
+        /// out of place): `dbstat` lists the pages instead.
         case unread
     }
 
-    /// Visits the table b-tree rooted at `root` as SQLite reads it — interior pages, their children, leaf pages and
-    /// each cell's overflow chain (as many pages as its payload needs) — comparing each page with the seed's page of
-    /// the same number before reading it. An identical page holds the same child and overflow page numbers in both
-    /// files, so the seed's walk visits the same pages: this is `dbstat`'s list of the table's pages without reading
-    /// the copy's pages through SQLite and analysing every cell's payload.
+    /// Visits the b-tree rooted at `root` — a table's (rowid keys) or an index's (record keys, also a `WITHOUT ROWID`
+    /// table's) — as SQLite reads it: interior pages, their children, leaf pages and each cell's overflow chain (as
+    /// many pages as its payload needs), comparing each page with the seed's page of the same number before reading
+    /// it. An identical page holds the same child and overflow page numbers in both files, so the seed's walk visits
+    /// the same pages: this is `dbstat`'s list of the tree's pages without reading the copy's pages through SQLite
+    /// and analysing every cell's payload. Each root is walked once; later calls return the first outcome.
     func walk(root: Int64) -> Walk {
+        if let known = walks[root] { return known }
+        let outcome = walkTree(root: root)
+        walks[root] = outcome
+        return outcome
+    }
+
+    private func walkTree(root: Int64) -> Walk {
         let usable = pageSize - reservedBytes
-        // Table leaf payload thresholds (the file format's X, M and overflow page capacity).
-        let maxLocal = usable - 35
+        // Payload thresholds of the file format: the most a table leaf or an index cell keeps on its page (X), the
+        // least kept when a payload spills (M) and an overflow page's capacity.
+        let tableMaxLocal = usable - 35
+        let indexMaxLocal = (usable - 12) * 64 / 255 - 23
         let minLocal = (usable - 12) * 32 / 255 - 23
         let overflowCapacity = usable - 4
         guard root >= 1, minLocal > 0 else { return .unread }
         var visited = Set<Int64>()
         var stack: [Int64] = [root]
+        var isTableTree: Bool?
+        // Overflow chains are compared after a page's cells are read: comparing reuses the page buffer.
+        var chains: [(first: Int64, pages: Int)] = []
         while let number = stack.popLast() {
             guard visited.insert(number).inserted else { return .unread }
             guard isIdentical(number) else { return .different }
             let page = comparedPage
             let header = number == 1 ? 100 : 0
-            switch page[header] {
-            case 0x05:
-                let count = TableCells.u16(page, header + 3)
-                guard header + 12 + 2 * count <= usable else { return .unread }
-                stack.append(Int64(TableCells.u32(page, header + 8)))
-                for index in 0..<count {
-                    let offset = TableCells.u16(page, header + 12 + 2 * index)
-                    guard offset >= header + 12, offset + 4 <= usable else { return .unread }
-                    stack.append(Int64(TableCells.u32(page, offset)))
-                }
-            case 0x0D:
-                let count = TableCells.u16(page, header + 3)
-                guard header + 8 + 2 * count <= usable else { return .unread }
-                // Overflow chains are compared after the cells are read: comparing reuses the page buffer.
-                var chains: [(first: Int64, pages: Int)] = []
-                for index in 0..<count {
-                    let start = TableCells.u16(page, header + 8 + 2 * index)
-                    guard start >= header + 8, start < usable,
-                          let (payload, sizeLength) = TableCells.varint(page, start, limit: usable),
-                          let (_, rowidLength) = TableCells.varint(page, start + sizeLength, limit: usable),
-                          payload <= UInt64(Int32.max)
-                    else { return .unread }
-                    let size = Int(payload)
-                    guard size > maxLocal else {
-                        guard start + sizeLength + rowidLength + size <= usable else { return .unread }
-                        continue
-                    }
-                    let surplus = minLocal + (size - minLocal) % overflowCapacity
-                    let local = surplus <= maxLocal ? surplus : minLocal
-                    let pointer = start + sizeLength + rowidLength + local
-                    guard pointer + 4 <= usable else { return .unread }
-                    let pages = (size - local + overflowCapacity - 1) / overflowCapacity
-                    chains.append((Int64(TableCells.u32(page, pointer)), pages))
-                }
-                for chain in chains {
-                    let outcome = overflowChain(from: chain.first, pages: chain.pages, visited: &visited)
-                    guard outcome == .identical else { return outcome }
-                }
-            default:
+            let type = page[header]
+            // 0x05 and 0x0D: table interior and leaf; 0x02 and 0x0A: index interior and leaf.
+            let isTable = type == 0x05 || type == 0x0D
+            guard isTable || type == 0x02 || type == 0x0A, isTableTree.map({ $0 == isTable }) ?? true else {
                 return .unread
             }
+            isTableTree = isTable
+            let interior = type == 0x05 || type == 0x02
+            let headerSize = interior ? 12 : 8
+            let count = TableCells.u16(page, header + 3)
+            guard header + headerSize + 2 * count <= usable else { return .unread }
+            if interior { stack.append(Int64(TableCells.u32(page, header + 8))) }
+            for index in 0..<count {
+                var offset = TableCells.u16(page, header + headerSize + 2 * index)
+                guard offset >= header + headerSize, offset + (interior ? 4 : 1) <= usable else { return .unread }
+                if interior {
+                    stack.append(Int64(TableCells.u32(page, offset)))
+                    offset += 4
+                }
+                // A table interior cell holds a child and a rowid; every other cell a payload.
+                guard type != 0x05 else { continue }
+                guard let (payload, sizeLength) = TableCells.varint(page, offset, limit: usable),
+                      payload <= UInt64(Int32.max)
+                else { return .unread }
+                offset += sizeLength
+                if type == 0x0D {
+                    guard let (_, rowidLength) = TableCells.varint(page, offset, limit: usable) else { return .unread }
+                    offset += rowidLength
+                }
+                let size = Int(payload)
+                let maxLocal = isTable ? tableMaxLocal : indexMaxLocal
+                guard size > maxLocal else {
+                    guard offset + size <= usable else { return .unread }
+                    continue
+                }
+                let surplus = minLocal + (size - minLocal) % overflowCapacity
+                let local = surplus <= maxLocal ? surplus : minLocal
+                guard offset + local + 4 <= usable else { return .unread }
+                chains.append((Int64(TableCells.u32(page, offset + local)),
+                               (size - local + overflowCapacity - 1) / overflowCapacity))
+            }
+            for chain in chains {
+                let outcome = overflowChain(from: chain.first, pages: chain.pages, visited: &visited)
+                guard outcome == .identical else { return outcome }
+            }
+            chains.removeAll(keepingCapacity: true)
         }
         return .identical
     }

@@ -36,7 +36,7 @@ enum SeedStaging {
     /// Runs steps 1–3 on `seed` staged at the file `staged`; findings go to `collector`. Throws only when a file
     /// operation fails (the seed itself is then not to blame).
     static func stage(
-        seed: String, at staged: String, collector: FindingCollector, shared: SharedRowAudit? = nil
+        seed: String, at staged: String, collector: FindingCollector, shared: PublicationHandoff? = nil
     ) throws(IOFailure) {
         try stage(seed: seed, target: .file(staged), collector: collector, shared: shared)
     }
@@ -47,7 +47,7 @@ enum SeedStaging {
     /// `shared` carries the publication checks' row audit of `seed`, which the validation reuses when the migrated
     /// copy holds the same rows.
     static func stage(
-        seed: String, target: Target, collector: FindingCollector, shared: SharedRowAudit? = nil
+        seed: String, target: Target, collector: FindingCollector, shared: PublicationHandoff? = nil
     ) throws(IOFailure) {
         switch target {
         case .file(let staged):
@@ -60,7 +60,7 @@ enum SeedStaging {
     }
 
     private static func stageFile(
-        seed: String, at staged: String, collector: FindingCollector, shared: SharedRowAudit?
+        seed: String, at staged: String, collector: FindingCollector, shared: PublicationHandoff?
     ) throws(IOFailure) {
         try copy(seed, to: staged)
         CrashPoint.reached("install.copied")
@@ -78,7 +78,7 @@ enum SeedStaging {
     /// Steps 1–3 on an in-memory copy taken with the backup API (the seed's pages, page for page, as a file copy
     /// has them). False, having recorded nothing, when the copy cannot be made; the caller then stages a file.
     private static func stageInMemory(
-        seed: String, name: String, collector: FindingCollector, shared: SharedRowAudit?
+        seed: String, name: String, collector: FindingCollector, shared: PublicationHandoff?
     ) -> Bool {
         var info = stat()
         guard Connection.interpretsFileURIsByDefault, stat(seed, &info) == 0,

@@ -3,9 +3,9 @@ import Foundation
 import SQLiteKit
 import Synchronization
 
-/// `PRAGMA integrity_check` of one file on its own read-only `immutable=1` connection and thread, so that the
-/// longest single step of each verification phase overlaps the phase's other checks (and the other phase's waits
-/// for the disk) instead of running before them.
+/// `PRAGMA integrity_check` (or `quick_check`) of one file on its own read-only `immutable=1` connection and
+/// thread, so that the longest single step of each verification phase overlaps the phase's other checks (and the
+/// other phase's waits for the disk) instead of running before them.
 ///
 /// A thread of its own rather than a global dispatch queue: the installer checks wait for it from a dispatch
 /// worker, and on a one-CPU machine the queue's only worker would be the one waiting.
@@ -18,15 +18,15 @@ final class IntegrityCheckTask: Sendable {
         self.init(.file(path))
     }
 
-    /// Starts checking `database` on a read-only connection of its own.
-    init(_ database: StagedCopy) {
+    /// Starts the check `scope` of `database` on a read-only connection of its own.
+    init(_ database: StagedCopy, scope: Connection.IntegrityCheckScope = .full) {
         Thread { [self] in
             let result: Result<[String], SQLiteError>
             do throws(SQLiteError) {
                 let connection = try database.openReadOnly()
                 defer { connection.close() }
                 try connection.execute("PRAGMA cache_size = -\(Self.cacheKiB)")
-                result = .success(try connection.integrityCheck())
+                result = .success(try connection.integrityCheck(scope))
             } catch {
                 result = .failure(error)
             }
@@ -47,6 +47,12 @@ final class IntegrityCheckTask: Sendable {
         finished.wait()
         finished.signal()
         return outcome.withLock { $0 } ?? .success([])
+    }
+
+    /// Waits for the check; whether it found nothing.
+    var passed: Bool {
+        if case .success(let lines) = wait(), lines == ["ok"] { return true }
+        return false
     }
 
     /// Waits for the check and records its finding, if any, under `check` (a failure to run it under `failure`) at

@@ -21,18 +21,18 @@ struct PublicationVerifier {
     var manifestProblem: String?
     /// The row audit, once it ran.
     var audit: RowAuditResult?
-    /// Where the row audit is handed to the installer checks.
-    let shared: SharedRowAudit?
+    /// Where the row audit and the integrity check are handed to the installer checks.
+    let shared: PublicationHandoff?
 
-    init(path: String, options: SeedVerificationOptions, shared: SharedRowAudit? = nil) {
+    init(path: String, options: SeedVerificationOptions, shared: PublicationHandoff? = nil) {
         self.path = path
         self.options = options
         self.shared = shared
         collector = FindingCollector(limit: options.maximumFindingsPerCheck)
     }
 
-    /// Runs every check; the findings are in `collector`. The row audit is handed to `shared` as soon as it is
-    /// known, and exactly once.
+    /// Runs every check; the findings are in `collector`. The integrity check and the row audit are handed to
+    /// `shared` as soon as they are known, and each exactly once.
     mutating func run() {
         collector.evaluated(.sidecarPresent)
         for suffix in SeedFileProbe.sidecars(of: path) {
@@ -44,11 +44,13 @@ struct PublicationVerifier {
         } catch {
             collector.add(.sqliteError, "the seed cannot be opened read-only: \(error.codeName): \(error.message)")
             shared?.publish(nil)
+            shared?.publish(integrityCheck: nil)
             return
         }
         defer { connection.close() }
         collector.evaluated(.integrityCheck)
         let integrity = IntegrityCheckTask(path: path)
+        shared?.publish(integrityCheck: integrity)
         let integrityPosition = collector.listed
         readMeta(connection)
         checkSchema(connection)

@@ -70,7 +70,7 @@ enum SeedCheckRun {
 
     static func run(seed: String, staged: SeedStaging.Target?, options: SeedVerificationOptions) -> Outcome {
         let installer = SendableBox<InstallerOutcome>()
-        let shared = SharedRowAudit()
+        let shared = PublicationHandoff()
         let group = DispatchGroup()
         if let staged {
             DispatchQueue.global(qos: .userInitiated).async(group: group) {
@@ -97,24 +97,43 @@ enum SeedCheckRun {
     }
 }
 
-/// The publication checks' row audit, handed to the installer checks: when the migrated copy holds exactly the
-/// seed's rows, row versions and edges, the digests the publication checks recomputed from the seed are the ones
-/// the copy would yield, so the installer checks compare them instead of digesting every row a second time.
-final class SharedRowAudit: Sendable {
-    private let result = Mutex<RowAuditResult?>(nil)
-    private let published = DispatchSemaphore(value: 0)
+/// What the publication checks hand to the installer checks running alongside: their row audit of the seed and
+/// their `PRAGMA integrity_check` of it. When the migrated copy provably holds exactly the seed's rows, row versions
+/// and edges, the digests the publication checks recomputed from the seed are the ones the copy would yield, so the
+/// installer checks compare them instead of digesting every row a second time; and when a table and its indexes are
+/// the seed's page for page, the seed's passed check covers them in the copy
+/// (``InstalledSeedValidator``'s item 1).
+final class PublicationHandoff: Sendable {
+    private let audit = Mutex<RowAuditResult?>(nil)
+    private let auditPublished = DispatchSemaphore(value: 0)
+    private let integrity = Mutex<IntegrityCheckTask?>(nil)
+    private let integrityPublished = DispatchSemaphore(value: 0)
 
     /// Called exactly once by the publication checks, with nil when their audit did not run.
     func publish(_ audit: RowAuditResult?) {
-        result.withLock { $0 = audit }
-        published.signal()
+        self.audit.withLock { $0 = audit }
+        auditPublished.signal()
     }
 
     /// Waits for ``publish(_:)``.
     func wait() -> RowAuditResult? {
-        published.wait()
-        published.signal()
-        return result.withLock { $0 }
+        auditPublished.wait()
+        auditPublished.signal()
+        return audit.withLock { $0 }
+    }
+
+    /// Called exactly once by the publication checks, with their running check of the whole seed, or nil when it
+    /// does not run.
+    func publish(integrityCheck task: IntegrityCheckTask?) {
+        integrity.withLock { $0 = task }
+        integrityPublished.signal()
+    }
+
+    /// Waits for the seed's `PRAGMA integrity_check`; whether it ran and found nothing.
+    func seedPassedIntegrityCheck() -> Bool {
+        integrityPublished.wait()
+        integrityPublished.signal()
+        return integrity.withLock { $0 }?.passed ?? false
     }
 }
 
