@@ -63,6 +63,15 @@ final class AuditedRows {
 
     /// Appends the next row of the scan, with its identity and recomputed digest when they are known.
     func append(rowid: Int64, identity: RowIdentity?, digest: [UInt8]?) {
+        Self.withBuffer(identity?.bytes) { identity in
+            Self.withBuffer(digest) { append(rowid: rowid, identityOctets: identity, digest: $0) }
+        }
+    }
+
+    /// ``append(rowid:identity:digest:)`` of octets in place: the identity's and the digest's (32 octets).
+    func append(
+        rowid: Int64, identityOctets identity: UnsafeBufferPointer<UInt8>?, digest: UnsafeBufferPointer<UInt8>?
+    ) {
         let position = rowids.count
         rowids.append(rowid)
         edgeCounts.append(0)
@@ -74,18 +83,31 @@ final class AuditedRows {
             digests.append(contentsOf: Self.zeroDigest)
         }
         if let identity {
-            flags.insert(.identity)
-            let bytes = identity.bytes
-            if identityPrefix == nil { identityPrefix = Self.prefix(of: bytes) }
-            if let prefix = identityPrefix, bytes.count >= prefix.count, bytes.starts(with: prefix) {
-                identitySuffixes.append(contentsOf: bytes[prefix.count...])
-            } else {
-                flags.insert(.otherIdentity)
-                otherIdentities[position] = identity
+            if identityPrefix == nil { identityPrefix = Self.prefix(of: Array(identity)) }
+            if let prefix = identityPrefix, Self.starts(identity, with: prefix) {
+                flags.insert(.identity)
+                identitySuffixes.append(contentsOf: UnsafeBufferPointer(rebasing: identity[prefix.count...]))
+            } else if let whole = try? RowIdentity(validating: Array(identity)) {
+                flags.formUnion([.identity, .otherIdentity])
+                otherIdentities[position] = whole
             }
         }
         identityEnds.append(UInt32(identitySuffixes.count))
         known.append(flags)
+    }
+
+    private static func starts(_ octets: UnsafeBufferPointer<UInt8>, with prefix: [UInt8]) -> Bool {
+        guard octets.count >= prefix.count else { return false }
+        return prefix.withUnsafeBufferPointer { prefix in
+            OctetRange.equal(UnsafeBufferPointer(rebasing: octets[..<prefix.count]), prefix)
+        }
+    }
+
+    private static func withBuffer<Result>(
+        _ octets: [UInt8]?, _ body: (UnsafeBufferPointer<UInt8>?) -> Result
+    ) -> Result {
+        guard let octets else { return body(nil) }
+        return octets.withUnsafeBufferPointer(body)
     }
 
     /// Appends the rows of `other` — rows of the same table following this one's last, read separately — exactly as

@@ -24,11 +24,16 @@ enum ChecksumText {
     /// Whether a ChecksumObject JSON text carries `digest`: true or false, nil when the text is not a checksum
     /// object. The common spellings are compared in place, without allocating.
     static func object(_ text: UnsafeBufferPointer<UInt8>, carries digest: [UInt8]) -> Bool? {
+        digest.withUnsafeBufferPointer { object(text, carries: $0) }
+    }
+
+    /// ``object(_:carries:)-([UInt8])`` of a digest in place.
+    static func object(_ text: UnsafeBufferPointer<UInt8>, carries digest: UnsafeBufferPointer<UInt8>) -> Bool? {
         if let hex = commonSpellingDigest(text) {
             if bareHex(hex, equals: digest) { return true }
             return bareDigest(hex) == nil ? nil : false
         }
-        return objectDigest(text).map { $0 == digest }
+        return objectDigest(text).map { $0.elementsEqual(digest) }
     }
 
     /// The 64 characters between the digest quotes when `text` has the shape of one of the two common spellings.

@@ -278,11 +278,13 @@ struct SeedRowAudit {
         members: inout [JSONMember], digesters: inout Digesters, into collector: FindingCollector
     ) throws {
         let position = rows.count
-        if let layout, let version, let computed = Self.storedDigest(
-            statement, layout: layout, version: version, digester: &digesters.stored)
+        if let layout, let version, Self.storedDigest(
+            statement, layout: layout, version: version, digester: &digesters.stored, { identity, digest in
+                record(identity: identity, digest: digest, rows, rowid: rowid, position: position, version: version,
+                       into: collector)
+            }) != nil
         {
             rows.versionsMatched += 1
-            record(computed, rows, rowid: rowid, position: position, version: version, into: collector)
             return
         }
         try readRow(statement, rows, rowid: rowid, position: position, members: &members, version: version,
@@ -292,14 +294,16 @@ struct SeedRowAudit {
     /// The row digested straight from the stored values of the current row, when its row version's server
     /// version is text and every value is in a form ``StoredRowDigester`` vouches for — exactly the rows the wire
     /// path would digest without a finding, to the same digest. Nil otherwise, having recorded nothing.
+    /// `body` gets the identity's and the digest's octets, valid while it runs.
     private static func storedDigest(
-        _ statement: Statement, layout: StoredRowLayout, version: VersionColumns, digester: inout StoredRowDigester
-    ) -> (identity: RowIdentity, digest: [UInt8])? {
+        _ statement: Statement, layout: StoredRowLayout, version: VersionColumns, digester: inout StoredRowDigester,
+        _ body: (_ identity: UnsafeBufferPointer<UInt8>, _ digest: UnsafeBufferPointer<UInt8>) -> Void
+    ) -> Void? {
         guard version.statement.storageClass(at: version.serverVersion) == .text else { return nil }
         return version.statement.withTextBytes(at: version.serverVersion) { serverVersion in
-            digester.digest(layout, serverVersion: serverVersion) { column, value in
+            digester.withDigest(layout, serverVersion: serverVersion, values: { column, value in
                 statement.store(column: 1 + column, into: &value)
-            }
+            }, body)
         }
     }
 
@@ -357,7 +361,12 @@ struct SeedRowAudit {
             let computed = try digester.digest(
                 tableID: table.tableID, primaryKey: keyWire, row: .object(JSONObject(members)),
                 serverVersion: serverVersion)
-            record(computed, rows, rowid: rowid, position: position, version: version, into: collector)
+            computed.identity.bytes.withUnsafeBufferPointer { identity in
+                computed.digest.withUnsafeBufferPointer { digest in
+                    record(identity: identity, digest: digest, rows, rowid: rowid, position: position,
+                           version: version, into: collector)
+                }
+            }
         } catch {
             rows.append(rowid: rowid, identity: identity(table, keyWire), digest: nil)
             rows.versionDigests[position] = versionDigest(version, table: table.tableName, ordinal: ordinal,
@@ -369,13 +378,13 @@ struct SeedRowAudit {
 
     /// Records a recomputed digest and compares it with the row's row checksum.
     private func record(
-        _ computed: (identity: RowIdentity, digest: [UInt8]), _ rows: AuditedRows, rowid: Int64, position: Int,
-        version: VersionColumns, into collector: FindingCollector
+        identity: UnsafeBufferPointer<UInt8>, digest: UnsafeBufferPointer<UInt8>, _ rows: AuditedRows, rowid: Int64,
+        position: Int, version: VersionColumns, into collector: FindingCollector
     ) {
-        rows.append(rowid: rowid, identity: computed.identity, digest: computed.digest)
+        rows.append(rowid: rowid, identityOctets: identity, digest: digest)
         let checksum = version.rowChecksum
         let matches = version.statement.isNull(at: checksum) ? nil : version.statement.withTextBytes(
-            at: checksum) { ChecksumText.object($0, carries: computed.digest) }
+            at: checksum) { ChecksumText.object($0, carries: digest) }
         guard matches != true else { return }
         let ordinal = Int64(position + 1)
         rows.versionDigests[position] = versionDigest(

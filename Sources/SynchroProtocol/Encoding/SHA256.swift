@@ -44,6 +44,14 @@ public struct SHA256: ~Copyable, Sendable {
         return final(&context)
     }
 
+    /// SHA-256 of octets in unmanaged memory, written to the 32 octets at `digest`.
+    static func hash(_ bytes: UnsafeBufferPointer<UInt8>, into digest: UnsafeMutablePointer<UInt8>) {
+        var context = SHA256_CTX()
+        SHA256_Init(&context)
+        if let base = bytes.baseAddress { SHA256_Update(&context, base, bytes.count) }
+        _ = SHA256_Final(digest, &context)
+    }
+
     /// Finishes `context` into 32 octets on the stack, then copies them into the returned array: the array
     /// initializers that write in place (`unsafeUninitializedCapacity`, `repeating:count:`) reach an unspecialized
     /// allocation in the standard library that looks up `Array<UInt8>`'s metadata on every call, which cost more

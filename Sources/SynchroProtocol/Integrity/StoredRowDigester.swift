@@ -52,6 +52,18 @@ public struct StoredRowDigester: Sendable {
         _ layout: StoredRowLayout, serverVersion: UnsafeBufferPointer<UInt8>,
         values: (_ column: Int, _ value: inout StoredValueWriter) -> Void
     ) -> (identity: RowIdentity, digest: [UInt8])? {
+        withDigest(layout, serverVersion: serverVersion, values: values) { identity, digest in
+            (RowIdentity(uncheckedBytes: Array(identity)), Array(digest))
+        }
+    }
+
+    /// ``digest(_:serverVersion:values:)`` without allocating: `body` gets the identity's octets and the 32 octets of
+    /// the digest, both valid only while it runs. Nil, without calling `body`, where `digest` returns nil.
+    public mutating func withDigest<Result>(
+        _ layout: StoredRowLayout, serverVersion: UnsafeBufferPointer<UInt8>,
+        values: (_ column: Int, _ value: inout StoredValueWriter) -> Void,
+        _ body: (_ identity: UnsafeBufferPointer<UInt8>, _ digest: UnsafeBufferPointer<UInt8>) -> Result
+    ) -> Result? {
         guard !serverVersion.isEmpty, StoredText.isValidUTF8(serverVersion) else { return nil }
         let state = ownedState()
         let plan = layout.plan
@@ -81,8 +93,12 @@ public struct StoredRowDigester: Sendable {
         }
         value.writer.setU64BE(UInt64(value.writer.count - bodyStart), at: bodyLengthAt)
         value.writer.appendBlob(serverVersion)
-        return (RowIdentity(uncheckedBytes: Array(value.writer.octets(in: identity))),
-                SHA256.hash(value.writer.octets))
+        var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        return withUnsafeMutableBytes(of: &digest) { raw in
+            let octets = raw.bindMemory(to: UInt8.self)
+            SHA256.hash(value.writer.octets, into: octets.baseAddress.unsafelyUnwrapped)
+            return body(value.writer.octets(in: identity), UnsafeBufferPointer(octets))
+        }
     }
 
     private mutating func ownedState() -> StoredRowDigestState {
