@@ -4,7 +4,8 @@ import SQLiteKit
 
 extension InstalledSeedValidator {
     /// Reports item 1, `PRAGMA integrity_check` of the migrated copy, from `task`: the full check when the
-    /// validation runs on its own; alongside the publication checks, a `quick_check` that this completes.
+    /// validation runs on its own; alongside the publication checks, a `quick_check` that this completes with
+    /// `coveredTables` (``coveredByTableChecks(_:_:)``; nil when that did not run or found a problem).
     ///
     /// `integrity_check` is `quick_check` (every b-tree's structure, the file's page accounting, NOT NULL and CHECK
     /// constraints) plus, per table, the checks that read its rows against its indexes (each row's entry in each
@@ -18,17 +19,20 @@ extension InstalledSeedValidator {
     /// cost — the index searches of the large tables, which the migration leaves as they are — are not spent twice.
     /// Anything else — a failed `quick_check`, a table check, the seed's check, a SQLite failure — runs the full
     /// check on the copy and reports its lines, so a rejection always names what the device's check names.
-    func reportIntegrity(
-        _ task: IntegrityCheckTask, pages: SeedPageIdentity?, at position: Int, _ connection: Connection
-    ) {
-        if let pages, task.passed, passesTableChecks(pages, connection) { return }
+    func reportIntegrity(_ task: IntegrityCheckTask, coveredTables: Set<String>?, at position: Int) {
+        if let seed, let proven = coveredTables, task.passed,
+           proven.isEmpty || seed.shared.seedPassedIntegrityCheck()
+        {
+            return
+        }
         let full = seed == nil ? task : IntegrityCheckTask(copy)
         full.report(into: collector, at: position, as: .installerIntegrityCheck, failure: .installerSQLiteError)
     }
 
-    /// Whether every table of the copy passes the checks `quick_check` leaves out, as ``reportIntegrity`` describes.
-    private func passesTableChecks(_ pages: SeedPageIdentity, _ connection: Connection) -> Bool {
-        guard let seed else { return false }
+    /// Runs `PRAGMA integrity_check(table)` on every table of the copy that is not proven page for page with its
+    /// indexes; the proven tables (which the seed's check covers) when every other one passed, nil otherwise.
+    func coveredByTableChecks(_ pages: SeedPageIdentity, _ connection: Connection) -> Set<String>? {
+        guard let seed else { return nil }
         do {
             let proven = try withSeedAttached(seed.path, connection) {
                 pages.tablesProvenWithIndexes(on: connection)
@@ -37,11 +41,11 @@ extension InstalledSeedValidator {
                 try $0.text(at: 0)
             }
             for table in tables where !proven.contains(table) {
-                guard try connection.integrityCheck(.table(table)) == ["ok"] else { return false }
+                guard try connection.integrityCheck(.table(table)) == ["ok"] else { return nil }
             }
-            return proven.isEmpty || seed.shared.seedPassedIntegrityCheck()
+            return proven
         } catch {
-            return false
+            return nil
         }
     }
 }

@@ -74,11 +74,12 @@ struct InstalledSeedValidator {
         }
         defer { connection.close() }
         // Item 1 runs concurrently with items 2–15; its finding is listed first. Alongside the publication checks
-        // it starts as a `quick_check` (see ``reportIntegrity(_:pages:at:_:)``).
+        // it starts as a `quick_check` (see ``reportIntegrity(_:coveredTables:at:)``).
         let integrity = IntegrityCheckTask(copy, scope: seed == nil ? .full : .quick)
         let integrityPosition = collector.listed
         let pages = seed.flatMap { pageIdentity(seed: $0.path, connection) }
-        defer { reportIntegrity(integrity, pages: pages, at: integrityPosition, connection) }
+        var coveredTables: Set<String>?
+        defer { reportIntegrity(integrity, coveredTables: coveredTables, at: integrityPosition) }
         step("checking the table set") {
             for table in Self.requiredTables where !(try connection.tableExists(table)) {
                 collector.add(.installerTableMissing, table: table, "the migrated layout lacks this table")
@@ -103,6 +104,8 @@ struct InstalledSeedValidator {
         step("reading _synchro_seed_receipts") { receipts = try readReceipts(schema.reference, connection) }
         step("reading _synchro_scopes") { scopes = try readScopes(connection) }
         matchScopes(scopes, receipts)
+        // Before the wait for the publication checks' audit, which ends last.
+        coveredTables = pages.flatMap { coveredByTableChecks($0, connection) }
         var audit = sharedAudit(schema.manifest, pages, connection)
         if audit == nil {
             step("re-reading the materialized rows") {
