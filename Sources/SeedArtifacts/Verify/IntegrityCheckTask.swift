@@ -1,5 +1,4 @@
 import Dispatch
-import Glibc
 import Foundation
 import SQLiteKit
 import Synchronization
@@ -22,8 +21,6 @@ final class IntegrityCheckTask: Sendable {
     /// Starts the check `scope` of `database` on a read-only connection of its own.
     init(_ database: StagedCopy, scope: Connection.IntegrityCheckScope = .full) {
         Thread { [self] in
-            // Linux: `who` 0 is the calling thread. Failure leaves the default priority, which only costs time.
-            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, Self.niceness)
             let result: Result<[String], SQLiteError>
             do throws(SQLiteError) {
                 let connection = try database.openReadOnly()
@@ -37,14 +34,6 @@ final class IntegrityCheckTask: Sendable {
             finished.signal()
         }.start()
     }
-
-    /// The check thread's scheduling niceness. A check is no step's input: it only has to end before the phase's
-    /// findings are merged, while the row audit is a chain of steps (rows, then edges, then scope digests) that
-    /// ends last. Where the threads outnumber the cores, the audit then runs first and the check takes the time the
-    /// audit's serial end leaves free, instead of both ending late. Measured on two cores, `seedkit install` of the
-    /// 100,040-row demo seed, 30 alternated runs each: median 278 ms at the default priority, 266 ms at 5, 269 ms
-    /// at 10, 277 ms at 19 (same CPU time).
-    static let niceness: Int32 = 5
 
     /// The check's page cache, in KiB. It reads every page of a b-tree once and then each table's rows again
     /// with a search of every index entry: a cache of the whole file would be needed to save the second reads,
