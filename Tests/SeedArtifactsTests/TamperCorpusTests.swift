@@ -68,6 +68,20 @@ struct Tamper: Sendable, CustomTestStringConvertible {
             WHERE table_name = 'products' AND CAST(record_id AS INTEGER) \(secondPage);
             DELETE FROM products WHERE id \(secondPage);
             """),
+        Tamper("a row version of a table outside the manifest", .rowVersionInvalid, installer: .installerRowVersion,
+               sql: """
+                   INSERT INTO _synchro_row_versions (table_name, record_id, server_version, row_checksum)
+                   VALUES ('ghosts', '1', 'v1', '\(foreignChecksum)')
+                   """),
+        Tamper("an edge of a table outside the manifest", .edgeInvalid, installer: .installerScopeRow, sql: """
+            INSERT INTO _synchro_scope_rows (scope_id, table_name, record_id, checksum, generation)
+            VALUES ((SELECT scope_id FROM _synchro_scopes), 'ghosts', '1', '\(String(repeating: "ab", count: 32))', 0)
+            """),
+        Tamper("an edge of a scope without a scope row", .edgeInvalid, installer: .installerScopeRow, sql: """
+            INSERT INTO _synchro_scope_rows (scope_id, table_name, record_id, checksum, generation)
+            SELECT 'ghost-scope', table_name, record_id, checksum, 0 FROM _synchro_scope_rows
+            WHERE table_name = 'categories'
+            """),
         Tamper("a missing receipt", .receiptMissing, installer: .installerScope,
                sql: "DELETE FROM _synchro_seed_receipts"),
         Tamper("an extra receipt", .receiptExtra, installer: .installerScope, sql: """
@@ -174,6 +188,25 @@ struct TamperCorpusTests {
         }
         #expect(!FileManager.default.fileExists(atPath: destination))
         #expect(try VerifyFixtures.strayFiles(in: directory, keeping: []) == leftovers)
+    }
+
+    @Test("row versions and edges outside the manifest are named by their table or scope")
+    func rowsOutsideTheManifestAreNamed() throws {
+        let expected = [
+            "a row version of a table outside the manifest":
+                "1 row versions name table ghosts, which the manifest does not have",
+            "an edge of a table outside the manifest": "the edge names table ghosts, which the manifest does not have",
+            "an edge of a scope without a scope row": "provenance edges name a scope that has no _synchro_scopes row",
+        ]
+        for tamper in Tamper.corpus where expected[tamper.name] != nil {
+            let directory = try TemporaryDirectory(prefix: "seedkit-tamper")
+            let seed = try VerifyFixtures.cleanCopy(in: directory)
+            try tamper.apply(seed)
+            let report = try SeedVerifier.verify(path: seed)
+            let message = try #require(expected[tamper.name])
+            #expect(report.findings.contains { $0.check == tamper.check && $0.message.hasSuffix(message) },
+                    "\(tamper.name): \(report.findings)")
+        }
     }
 
     @Test("a truncated seed is unusable input for verify and for install")

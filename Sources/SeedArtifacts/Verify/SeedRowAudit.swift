@@ -96,6 +96,8 @@ struct SeedRowAudit {
         var digesters = Digesters(
             stored: StoredRowDigester(manifest: manifest.manifest), wire: RowDigester(manifest: manifest.manifest))
         var tables: [AuditedRows] = []
+        let tableNames = manifest.localSchema.map(\.tableName)
+        let queries = reopen.map { AuditQueries(reopen: $0, tables: tableNames) }
         let versions = try VersionCursor.baselineShaped(on: connection)
         defer { versions?.finish() }
         for table in manifest.localSchema {
@@ -107,8 +109,9 @@ struct SeedRowAudit {
             result.rows += rows.rowids.count
             tables.append(rows)
         }
-        try checkVersionsWithoutRows(tables, into: collector)
-        try checkEdgesOutsideManifest(into: collector)
+        let answers = try queries?.wait()?.get() ?? AuditQueries.answers(on: connection, tables: tableNames)
+        try checkVersionsWithoutRows(tables, counts: answers.versionCounts, into: collector)
+        checkEdgesOutsideManifest(answers, into: collector)
         var members: [String: [ScopeMember]] = [:]
         for (index, rows) in tables.enumerated() {
             try readEdges(rows, index: UInt32(index), allRows: result.rows, members: &members, into: collector)
@@ -448,10 +451,9 @@ struct SeedRowAudit {
     // MARK: - Row versions
 
     /// Row versions of unknown tables, and per synced table the versions no materialized row matched.
-    private func checkVersionsWithoutRows(_ tables: [AuditedRows], into collector: FindingCollector) throws {
-        let counts = try connection.query(
-            "SELECT table_name, count(*) FROM _synchro_row_versions GROUP BY table_name ORDER BY table_name"
-        ) { (try $0.value(at: 0), $0.int(at: 1)) }
+    private func checkVersionsWithoutRows(
+        _ tables: [AuditedRows], counts: [(table: SQLiteValue, count: Int)], into collector: FindingCollector
+    ) throws {
         for (name, count) in counts {
             guard case .text(let tableName) = name, let rows = tables.first(where: { $0.table.tableName == tableName })
             else {
@@ -478,23 +480,14 @@ struct SeedRowAudit {
     // MARK: - Edges
 
     /// Edges naming a table the manifest does not have, or a scope without a `_synchro_scopes` row.
-    private func checkEdgesOutsideManifest(into collector: FindingCollector) throws {
-        let names = manifest.localSchema.map { SQLiteValue.text($0.tableName) }
-        let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
-        try connection.forEachRow(
-            "SELECT rowid, table_name FROM _synchro_scope_rows WHERE table_name NOT IN (\(placeholders))", names
-        ) { row in
-            collector.add(checks.edge, table: "_synchro_scope_rows", row: row.int64(at: 0),
-                          "the edge names table \((try? row.value(at: 1))?.textValue ?? "?"), which the manifest "
-                              + "does not have")
+    private func checkEdgesOutsideManifest(_ answers: AuditQueries.Answers, into collector: FindingCollector) {
+        for (rowid, table) in answers.edgesOfOtherTables {
+            collector.add(checks.edge, table: "_synchro_scope_rows", row: rowid,
+                          "the edge names table \(table ?? "?"), which the manifest does not have")
         }
-        try connection.forEachRow("""
-            SELECT scope_id, count(*) FROM _synchro_scope_rows
-            WHERE scope_id NOT IN (SELECT scope_id FROM _synchro_scopes) GROUP BY scope_id
-            """
-        ) { row in
-            collector.add(checks.edge, scope: (try? row.value(at: 0))?.textValue, table: "_synchro_scope_rows",
-                          "\(row.int64(at: 1)) provenance edges name a scope that has no _synchro_scopes row")
+        for (scope, count) in answers.edgesOfOtherScopes {
+            collector.add(checks.edge, scope: scope, table: "_synchro_scope_rows",
+                          "\(count) provenance edges name a scope that has no _synchro_scopes row")
         }
     }
 
