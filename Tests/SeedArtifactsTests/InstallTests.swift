@@ -209,14 +209,7 @@ struct InstallTests {
         let staged = try VerifyFixtures.migratedCopy(of: seed, named: ".app.db.seed-overflow", in: directory)
 
         func walk(_ table: String) throws -> SeedPageIdentity.Walk? {
-            var outcome: SeedPageIdentity.Walk?
-            _ = try VerifyFixtures.pageIdentity(copy: staged, seed: seed) { identity, connection in
-                let root = try? connection.scalar(
-                    "SELECT rootpage FROM main.sqlite_schema WHERE type = 'table' AND name = ?1", [.text(table)])
-                outcome = root?.integerValue.map { identity.walk(root: $0) }
-                return true
-            }
-            return outcome
+            try VerifyFixtures.walk(table, copy: staged, seed: seed)
         }
         let overflow = try #require(VerifyFixtures.scalar(
             staged, "SELECT max(pageno) FROM dbstat WHERE name = 'products' AND pagetype = 'overflow'")?.integerValue)
@@ -226,12 +219,7 @@ struct InstallTests {
         #expect(try VerifyFixtures.pageIdentity(copy: staged, seed: seed) { $0.proves(table: "products", on: $1) })
 
         // One octet in the middle of the last overflow page, which no leaf page shows.
-        let handle = try #require(FileHandle(forUpdatingAtPath: staged))
-        try handle.seek(toOffset: UInt64((overflow - 1) * pageSize + pageSize / 2))
-        let original = try #require(try handle.read(upToCount: 1))
-        try handle.seek(toOffset: UInt64((overflow - 1) * pageSize + pageSize / 2))
-        try handle.write(contentsOf: [original[0] ^ 0x01])
-        try handle.close()
+        try VerifyFixtures.flipOctet(in: staged, at: (overflow - 1) * pageSize + pageSize / 2)
         #expect(try walk("products") == .different)
         #expect(try !VerifyFixtures.pageIdentity(copy: staged, seed: seed) { $0.proves(table: "products", on: $1) })
         #expect(try walk("_synchro_row_versions") == .identical)

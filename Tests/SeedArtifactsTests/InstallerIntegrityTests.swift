@@ -50,25 +50,13 @@ struct InstallerIntegrityTests {
         let staged = try VerifyFixtures.migratedCopy(of: seed, named: ".app.db.seed-overflow", in: directory)
         let index = "idx_synchro_scope_rows_record"
         func walk(_ name: String) throws -> SeedPageIdentity.Walk? {
-            var outcome: SeedPageIdentity.Walk?
-            _ = try VerifyFixtures.pageIdentity(copy: staged, seed: seed) { identity, connection in
-                let root = try? connection.scalar("SELECT rootpage FROM main.sqlite_schema WHERE name = ?1",
-                                                  [.text(name)])
-                outcome = root?.integerValue.map { identity.walk(root: $0) }
-                return true
-            }
-            return outcome
+            try VerifyFixtures.walk(name, copy: staged, seed: seed)
         }
         #expect(try walk(index) == .identical)
         let overflow = try #require(VerifyFixtures.scalar(staged, """
             SELECT max(pageno) FROM dbstat WHERE name = '\(index)' AND pagetype = 'overflow'
             """)?.integerValue)
-        let handle = try #require(FileHandle(forUpdatingAtPath: staged))
-        try handle.seek(toOffset: UInt64((overflow - 1) * pageSize + pageSize / 2))
-        let original = try #require(try handle.read(upToCount: 1))
-        try handle.seek(toOffset: UInt64((overflow - 1) * pageSize + pageSize / 2))
-        try handle.write(contentsOf: [original[0] ^ 0x01])
-        try handle.close()
+        try VerifyFixtures.flipOctet(in: staged, at: (overflow - 1) * pageSize + pageSize / 2)
         #expect(try walk(index) == .different)
         #expect(try walk("_synchro_scope_rows") == .identical)
         #expect(try walk("sqlite_autoindex__synchro_scope_rows_1") == .identical)
@@ -117,6 +105,30 @@ struct InstallerIntegrityTests {
 }
 
 extension VerifyFixtures {
+    /// ``SeedPageIdentity/walk(root:)`` of the b-tree of table or index `name` of `copy` against `seed`; nil when
+    /// there is no such b-tree.
+    static func walk(_ name: String, copy: String, seed: String) throws -> SeedPageIdentity.Walk? {
+        var outcome: SeedPageIdentity.Walk?
+        _ = try pageIdentity(copy: copy, seed: seed) { identity, connection in
+            let root = try? connection.scalar(
+                "SELECT rootpage FROM main.sqlite_schema WHERE type IN ('table', 'index') AND name = ?1",
+                [.text(name)])
+            outcome = root?.integerValue.map { identity.walk(root: $0) }
+            return true
+        }
+        return outcome
+    }
+
+    /// Inverts the lowest bit of the octet at `offset` of the file at `path`.
+    static func flipOctet(in path: String, at offset: Int64) throws {
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        defer { try? handle.close() }
+        try handle.seek(toOffset: UInt64(offset))
+        let original = try #require(try handle.read(upToCount: 1))
+        try handle.seek(toOffset: UInt64(offset))
+        try handle.write(contentsOf: [original[0] ^ 0x01])
+    }
+
     /// The lines of integrity check `scope` of the database at `path`.
     static func integrityCheck(_ path: String, _ scope: Connection.IntegrityCheckScope) throws -> [String] {
         let connection = try Connection(path: path, mode: .readOnly)
