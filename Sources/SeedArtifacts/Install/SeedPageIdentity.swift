@@ -113,6 +113,10 @@ final class SeedPageIdentity {
     /// rows against its NOT NULL and CHECK constraints, each index's entries against the rows, UNIQUE — it finds in
     /// both files alike, since it reads the same octets under the same definitions (the headers agree on page size,
     /// reserved bytes, text encoding and schema format). Empty when the schemas cannot be read.
+    ///
+    /// An index is grouped with its table by `tbl_name`: SQLite refuses to open a schema whose index row names
+    /// another table than its `CREATE INDEX` does ("malformed database schema"), so that is the table it checks the
+    /// index against.
     func tablesProvenWithIndexes(on connection: Connection) -> Set<String> {
         struct Entry: Hashable {
             let type: String
