@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 import SynchroProtocol
 
 /// Pages through one portable scope and checks every page while it streams (`spec/seed-format.md` §5 step 12,
@@ -161,20 +160,15 @@ struct ScopeExport {
 
 /// One page request running on its own thread; `wait()` returns its outcome.
 private final class PageFetch: Sendable {
-    private let outcome = Mutex<Result<[UInt8], SeedExportError>?>(nil)
-    private let done = DispatchSemaphore(value: 0)
+    private let outcome = Eventual<Result<[UInt8], SeedExportError>>()
 
     init(source: any SeedExportSource, request: SeedPageRequest) {
-        DispatchQueue.global().async {
-            let result = Result { () throws(SeedExportError) in try source.scopePage(request) }
-            self.outcome.withLock { $0 = result }
-            self.done.signal()
+        DispatchQueue.global().async { [outcome] in
+            outcome.provide(Result { () throws(SeedExportError) in try source.scopePage(request) })
         }
     }
 
     func wait() throws(SeedExportError) -> [UInt8] {
-        done.wait()
-        guard let result = outcome.withLock({ $0 }) else { throw .storage("a page fetch ended without an outcome") }
-        return try result.get()
+        try outcome.wait().get()
     }
 }

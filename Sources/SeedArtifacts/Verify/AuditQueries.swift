@@ -1,5 +1,3 @@
-import Dispatch
-import Foundation
 import SQLiteKit
 
 /// The row audit's queries that read whole tables but nothing the row scan computes: how many row versions name
@@ -7,7 +5,7 @@ import SQLiteKit
 /// answers after the row scan, in the same order as before; when it can open a second connection, the answers are
 /// fetched on it and a thread of their own while the rows are read (``AuditQueries/init(reopen:tables:)``), instead
 /// of at the end of the audit, where nothing else runs beside its edge pass and scope digests.
-final class AuditQueries: @unchecked Sendable {
+final class AuditQueries {
     struct Answers {
         /// `_synchro_row_versions` rows per `table_name` (any storage class), in `table_name` order.
         var versionCounts: [(table: SQLiteValue, count: Int)] = []
@@ -36,22 +34,20 @@ final class AuditQueries: @unchecked Sendable {
         return answers
     }
 
-    private var outcome: Result<Answers, any Error>?
-    private let finished = DispatchSemaphore(value: 0)
+    /// Nil when the thread could not open its connection.
+    private let outcome: Eventual<Result<Answers, any Error>?>
 
     /// Starts fetching the answers on a connection from `reopen`, on a thread of its own.
     init(reopen: @escaping @Sendable () throws -> Connection, tables: [String]) {
-        Thread { [self] in
-            defer { finished.signal() }
-            guard let connection = try? reopen() else { return }
+        outcome = Eventual(onThread: {
+            guard let connection = try? reopen() else { return nil }
             defer { connection.close() }
-            outcome = Result { try Self.answers(on: connection, tables: tables) }
-        }.start()
+            return Result { try Self.answers(on: connection, tables: tables) }
+        })
     }
 
     /// Waits for the thread: its answers, or what stopped them; nil when it could not open its connection.
     func wait() -> Result<Answers, any Error>? {
-        finished.wait()
-        return outcome
+        outcome.wait()
     }
 }

@@ -1,17 +1,12 @@
-import Dispatch
-import Foundation
 import SQLiteKit
-import Synchronization
 
 /// `PRAGMA integrity_check` (or `quick_check`) of one file on its own read-only `immutable=1` connection and
 /// thread, so that the longest single step of each verification phase overlaps the phase's other checks (and the
 /// other phase's waits for the disk) instead of running before them.
 ///
-/// A thread of its own rather than a global dispatch queue: the installer checks wait for it from a dispatch
-/// worker, and on a one-CPU machine the queue's only worker would be the one waiting.
+/// On a thread of its own (``Eventual/init(onThread:)``): the installer checks wait for it from a dispatch worker.
 final class IntegrityCheckTask: Sendable {
-    private let outcome = Mutex<Result<[String], SQLiteError>?>(nil)
-    private let finished = DispatchSemaphore(value: 0)
+    private let outcome: Eventual<Result<[String], SQLiteError>>
 
     /// Starts checking the file at `path`.
     convenience init(path: String) {
@@ -20,19 +15,16 @@ final class IntegrityCheckTask: Sendable {
 
     /// Starts the check `scope` of `database` on a read-only connection of its own.
     init(_ database: StagedCopy, scope: Connection.IntegrityCheckScope = .full) {
-        Thread { [self] in
-            let result: Result<[String], SQLiteError>
+        outcome = Eventual(onThread: {
             do throws(SQLiteError) {
                 let connection = try database.openReadOnly()
                 defer { connection.close() }
                 try connection.execute("PRAGMA cache_size = -\(Self.cacheKiB)")
-                result = .success(try connection.integrityCheck(scope))
+                return .success(try connection.integrityCheck(scope))
             } catch {
-                result = .failure(error)
+                return .failure(error)
             }
-            outcome.withLock { $0 = result }
-            finished.signal()
-        }.start()
+        })
     }
 
     /// The check's page cache, in KiB. It reads every page of a b-tree once and then each table's rows again
@@ -44,9 +36,7 @@ final class IntegrityCheckTask: Sendable {
 
     /// Waits for the check; its lines (exactly `["ok"]` for a sound file), or the SQLite failure that stopped it.
     func wait() -> Result<[String], SQLiteError> {
-        finished.wait()
-        finished.signal()
-        return outcome.withLock { $0 } ?? .success([])
+        outcome.wait()
     }
 
     /// Waits for the check; whether it found nothing.

@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import Glibc
 import SQLiteKit
@@ -698,10 +697,7 @@ enum RowidRange {
 
 /// The upper half of a table's rows, read by ``SeedRowAudit`` on a connection and thread of its own into rows and
 /// findings of its own (positions and ordinals counted from the half's first row).
-///
-/// `@unchecked Sendable`: `outcome` is written only by the thread, before it signals `finished`, and read only
-/// after ``wait()`` returned.
-final class AuditHalf: @unchecked Sendable {
+final class AuditHalf {
     struct Outcome {
         let rows: AuditedRows
         let collector: FindingCollector
@@ -709,8 +705,8 @@ final class AuditHalf: @unchecked Sendable {
         let failure: (any Error)?
     }
 
-    private var outcome: Outcome?
-    private let finished = DispatchSemaphore(value: 0)
+    /// Nil when the thread could not open a baseline-shaped connection (nothing was read).
+    private let outcome: Eventual<Outcome?>
 
     init(
         audit: SeedRowAudit, reopen: @escaping @Sendable () throws -> Connection, table: LocalSchemaTable,
@@ -719,14 +715,13 @@ final class AuditHalf: @unchecked Sendable {
         let manifest = audit.manifest
         let knownScopes = audit.knownScopes
         let checks = audit.checks
-        Thread { [self] in
-            defer { finished.signal() }
-            guard let connection = try? reopen() else { return }
+        outcome = Eventual(onThread: {
+            guard let connection = try? reopen() else { return nil }
             defer { connection.close() }
             // The half is one forward scan: a small page cache is enough.
             guard (try? connection.execute("PRAGMA cache_size = -2048")) != nil,
                   let versions = try? VersionCursor.baselineShaped(on: connection)
-            else { return }
+            else { return nil }
             defer { versions.finish() }
             let half = SeedRowAudit(connection: connection, manifest: manifest, knownScopes: knownScopes,
                                     checks: checks)
@@ -741,14 +736,13 @@ final class AuditHalf: @unchecked Sendable {
             } catch {
                 failure = error
             }
-            outcome = Outcome(rows: rows, collector: collector, failure: failure)
-        }.start()
+            return Outcome(rows: rows, collector: collector, failure: failure)
+        })
     }
 
     /// Waits for the thread; nil when it could not open a baseline-shaped connection (nothing was read).
     func wait() -> Outcome? {
-        finished.wait()
-        return outcome
+        outcome.wait()
     }
 }
 

@@ -104,36 +104,28 @@ enum SeedCheckRun {
 /// the seed's page for page, the seed's passed check covers them in the copy
 /// (``InstalledSeedValidator``'s item 1).
 final class PublicationHandoff: Sendable {
-    private let audit = Mutex<RowAuditResult?>(nil)
-    private let auditPublished = DispatchSemaphore(value: 0)
-    private let integrity = Mutex<IntegrityCheckTask?>(nil)
-    private let integrityPublished = DispatchSemaphore(value: 0)
+    private let audit = Eventual<RowAuditResult?>()
+    private let integrity = Eventual<IntegrityCheckTask?>()
 
     /// Called exactly once by the publication checks, with nil when their audit did not run.
     func publish(_ audit: RowAuditResult?) {
-        self.audit.withLock { $0 = audit }
-        auditPublished.signal()
+        self.audit.provide(audit)
     }
 
     /// Waits for ``publish(_:)``.
     func wait() -> RowAuditResult? {
-        auditPublished.wait()
-        auditPublished.signal()
-        return audit.withLock { $0 }
+        audit.wait()
     }
 
     /// Called exactly once by the publication checks, with their running check of the whole seed, or nil when it
     /// does not run.
     func publish(integrityCheck task: IntegrityCheckTask?) {
-        integrity.withLock { $0 = task }
-        integrityPublished.signal()
+        integrity.provide(task)
     }
 
     /// Waits for the seed's `PRAGMA integrity_check`; whether it ran and found nothing.
     func seedPassedIntegrityCheck() -> Bool {
-        integrityPublished.wait()
-        integrityPublished.signal()
-        return integrity.withLock { $0 }?.passed ?? false
+        integrity.wait()?.passed ?? false
     }
 }
 
