@@ -20,23 +20,30 @@ let package = Package(
         .target(name: "SynchroProtocol", dependencies: ["CCrypto"]),
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
         .target(name: "SynchroHTTP", dependencies: ["CCurl", "SynchroProtocol"]),
-        .target(name: "SynchroClient", dependencies: ["SynchroProtocol", "SQLiteKit"]),
+        .target(name: "SynchroStore", dependencies: ["SynchroProtocol", "SQLiteKit"]),
+        .target(name: "SynchroClient", dependencies: ["SynchroProtocol", "SQLiteKit", "SynchroStore"]),
         .target(name: "SynchroServer", dependencies: ["SynchroProtocol", "SQLiteKit", "CMicroHTTPD", "CCrypto"]),
         .target(
             name: "SeedArtifacts",
-            dependencies: ["SynchroProtocol", "SQLiteKit", "SynchroClient", "SynchroHTTP", "CZstd", "CCrypto"]),
+            dependencies: ["SynchroProtocol", "SQLiteKit", "SynchroStore", "CZstd", "CCrypto"]),
+        .target(name: "SeedSources", dependencies: ["SeedArtifacts", "SynchroHTTP", "SynchroProtocol"]),
         .target(
             name: "SeedPipeline",
-            dependencies: ["SeedArtifacts", "SynchroClient", "SynchroHTTP", "SynchroProtocol", "SQLiteKit", "SynchroServer"]),
+            dependencies: [
+                "SeedArtifacts", "SeedSources", "SynchroClient", "SynchroHTTP", "SynchroProtocol", "SQLiteKit",
+                "SynchroServer",
+            ]),
         .executableTarget(
             name: "seedkit",
             dependencies: [
-                "SynchroProtocol", "SynchroServer", "SynchroClient", "SynchroHTTP", "SeedArtifacts", "SeedPipeline",
+                "SynchroProtocol", "SynchroServer", "SynchroClient", "SynchroHTTP", "SeedArtifacts", "SeedSources",
+                "SeedPipeline", "SQLiteKit", "SynchroStore",
             ]),
         .executableTarget(
             name: "seedkit-bench",
             dependencies: [
-                "SynchroProtocol", "CCrypto", "SynchroServer", "SynchroHTTP", "SQLiteKit", "SynchroClient", "SeedArtifacts",
+                "SynchroProtocol", "CCrypto", "CSQLite", "SynchroServer", "SynchroHTTP", "SQLiteKit", "SynchroClient",
+                "SeedArtifacts", "SeedSources",
             ],
             path: "Benchmarks/seedkit-bench"),
 

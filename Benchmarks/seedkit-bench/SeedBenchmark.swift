@@ -2,6 +2,7 @@ import CSQLite
 import Foundation
 import SQLiteKit
 import SeedArtifacts
+import SeedSources
 
 extension Benchmark {
     static let seedArtifacts = Benchmark(

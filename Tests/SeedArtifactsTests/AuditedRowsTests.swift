@@ -2,6 +2,7 @@ import SynchroClient
 import SynchroProtocol
 import Testing
 @testable import SeedArtifacts
+@testable import SynchroStore
 
 @Suite("Seed verifier: the row audit's compact row records")
 struct AuditedRowsTests {

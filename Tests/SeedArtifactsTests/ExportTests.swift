@@ -5,6 +5,8 @@ import SynchroProtocol
 import Testing
 import _SeedkitTestSupport
 @testable import SeedArtifacts
+import SeedSources
+@testable import SynchroStore
 
 /// A source that forwards to the server and lets a test rewrite what comes back.
 struct RewritingSource: SeedExportSource {
@@ -73,7 +75,7 @@ func replacingFirst(_ old: String, with new: String, in bytes: [UInt8]) -> [UInt
         #expect(try db.scalar("SELECT value FROM _synchro_meta WHERE key = 'snapshot_complete'")?.textValue == "1")
         #expect(try db.scalar("SELECT value FROM _synchro_meta WHERE key = 'seed_export_id'")?.textValue == report.exportID)
         let keys = try db.query("SELECT key FROM _synchro_meta ORDER BY key") { try $0.text(at: 0) }
-        #expect(keys == SeedMetaKey.allCases.map(\.rawValue).sorted())
+        #expect(keys == MetaKey.seedKeys.map(\.rawValue).sorted())
         let triggers = try db.scalar("SELECT count(*) FROM sqlite_schema WHERE type = 'trigger'")?.integerValue
         #expect(triggers == Int64(3 * 4))
         let receipt = try db.scalar("SELECT receipt FROM _synchro_seed_receipts WHERE scope_id = 'catalog'")?.textValue

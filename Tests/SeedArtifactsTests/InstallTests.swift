@@ -5,6 +5,7 @@ import SynchroClient
 import SynchroProtocol
 import Testing
 import _SeedkitTestSupport
+@testable import SynchroStore
 
 @Suite("Seed installer: the device procedure of seed-format §7.1")
 struct InstallTests {

@@ -5,6 +5,7 @@ import SynchroProtocol
 import Testing
 import _SeedkitTestSupport
 @testable import SeedArtifacts
+@testable import SynchroStore
 
 /// The row audit reads a large table in two halves on two connections (``SeedRowAudit/reopen``); it must record
 /// exactly what one scan records. The split is forced on the fixture's 300 products by lowering the threshold.
@@ -25,7 +26,7 @@ struct SplitAuditTests {
         let connection = try SeedFileProbe.openImmutable(seed)
         defer { connection.close() }
         let text = try connection.scalar(
-            "SELECT value FROM _synchro_meta WHERE key = ?1", [.text(SeedMetaKey.schemaManifest.rawValue)])?.textValue
+            "SELECT value FROM _synchro_meta WHERE key = ?1", [.text(MetaKey.schemaManifest.rawValue)])?.textValue
         let manifest = try ClientManifest(bytes: Array((text ?? "").utf8))
         let scopes = try connection.query("SELECT scope_id FROM _synchro_scopes") { try $0.text(at: 0) }
         var audit = SeedRowAudit(connection: connection, manifest: manifest, knownScopes: Set(scopes),

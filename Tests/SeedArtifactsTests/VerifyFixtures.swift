@@ -1,6 +1,7 @@
 import Foundation
 import SQLiteKit
 import SeedArtifacts
+import SeedSources
 import SynchroProtocol
 import _SeedkitTestSupport
 

@@ -5,6 +5,7 @@ import SynchroProtocol
 import Testing
 import _SeedkitTestSupport
 @testable import SeedArtifacts
+@testable import SynchroStore
 
 @Suite("Seed verifier: building blocks")
 struct VerifyUnitTests {
@@ -94,7 +95,7 @@ struct VerifyUnitTests {
         ]
         for type in PortableType.allCases {
             for value in stored {
-                #expect(SeedWireValue.wireValue(value, type: type) == LocalTableForms.wireValue(value, type: type),
+                #expect(SeedWireValue.wireValue(value, type: type) == LocalStorageForm.wireValue(value, type: type),
                         "\(type) \(value.storageClassName)")
             }
         }

@@ -5,6 +5,7 @@ import Testing
 import _SeedkitTestSupport
 @testable import SeedArtifacts
 @testable import SeedPipeline
+import SeedSources
 
 @Suite(.serialized) struct RehearsalTests {
     let server: RunningServer

@@ -2,6 +2,7 @@ import Foundation
 import SQLiteKit
 import SynchroClient
 import Testing
+import SynchroStore
 
 @Suite("Application SQL")
 struct ApplicationSQLTests {

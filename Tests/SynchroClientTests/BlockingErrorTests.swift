@@ -4,6 +4,7 @@ import SynchroClient
 import SynchroProtocol
 import Testing
 import _SeedkitTestSupport
+import SynchroStore
 
 /// A stored blocking error (`spec/client-store.md` §4.12, §11) refuses every cycle, whatever started it — a bare
 /// ``SyncCycle`` (as `seedkit sync` runs it), ``SyncCycle/runUntilCurrent(maxCycles:)``, an explicit rebuild —

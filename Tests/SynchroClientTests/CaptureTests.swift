@@ -3,6 +3,7 @@ import SQLiteKit
 import SynchroClient
 import SynchroProtocol
 import Testing
+import SynchroStore
 
 @Suite("Capture")
 struct CaptureTests {

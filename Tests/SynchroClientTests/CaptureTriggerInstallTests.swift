@@ -3,6 +3,7 @@ import SQLiteKit
 import Testing
 import _SeedkitTestSupport
 @testable import SynchroClient
+@testable import SynchroStore
 
 @Suite("Capture trigger installation")
 struct CaptureTriggerInstallTests {

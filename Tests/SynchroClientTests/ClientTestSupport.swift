@@ -4,6 +4,7 @@ import Synchronization
 import SynchroClient
 import SynchroProtocol
 import _SeedkitTestSupport
+import SynchroStore
 
 /// A store on a fresh file in its own temporary directory, kept alive as long as the fixture.
 final class StoreFixture {

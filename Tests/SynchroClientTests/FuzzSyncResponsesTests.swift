@@ -6,6 +6,7 @@ import SynchroProtocol
 import SynchroServer
 import Testing
 import _SeedkitTestSupport
+import SynchroStore
 
 /// Seeded mutation fuzzing of the client's response validation through its public entry point
 /// (docs/reliability.md): two real sync cycles against a reference server are recorded — a fresh store's first

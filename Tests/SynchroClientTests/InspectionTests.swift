@@ -1,6 +1,7 @@
 import SQLiteKit
 import SynchroClient
 import Testing
+import SynchroStore
 
 /// `ClientStore.inspect()`: the operator's view of a store, with presence and counts instead of secrets.
 @Suite("client inspection")

@@ -2,6 +2,7 @@ import Foundation
 import SQLiteKit
 import SynchroClient
 import SynchroProtocol
+import SynchroStore
 
 /// Writes a seed database in the protocol-3 interchange baseline layout (`spec/seed-format.md` §1.1, §2), the
 /// way the upstream exporter does: baseline internal tables, `grdb_migrations` v1…v8, `user_version` 6, the

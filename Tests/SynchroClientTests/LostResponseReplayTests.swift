@@ -6,6 +6,7 @@ import SynchroProtocol
 import SynchroServer
 import Testing
 import _SeedkitTestSupport
+import SynchroStore
 
 /// The reference server behind a handler that counts the requests it answered per path, on a loopback port.
 final class CountingServer: Sendable {

@@ -6,6 +6,7 @@ import SynchroHTTP
 import SynchroProtocol
 import Testing
 import _SeedkitTestSupport
+import SynchroStore
 
 /// A push transport over a running reference server (libcurl, protocol headers) that records every body it
 /// sends, so tests can compare retries byte for byte. Each request gets a fresh `CurlTransport`: on a reused

@@ -5,6 +5,7 @@ import SynchroProtocol
 import SynchroServer
 import Testing
 import _SeedkitTestSupport
+import SynchroStore
 
 @Suite("Push: sealing, exchange and reconciliation against the reference server")
 struct PushTests {

@@ -4,6 +4,7 @@ import Testing
 import _SeedkitTestSupport
 
 @testable import SynchroClient
+@testable import SynchroStore
 
 @Suite("Rebuild pages requested ahead")
 struct RequestAheadTests {

@@ -4,6 +4,7 @@ import SynchroClient
 import SynchroProtocol
 import Testing
 import _SeedkitTestSupport
+import SynchroStore
 
 @Suite("Schema application")
 struct SchemaApplicationTests {

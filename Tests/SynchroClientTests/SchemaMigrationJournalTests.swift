@@ -5,6 +5,7 @@ import Synchronization
 import SynchroProtocol
 import Testing
 import _SeedkitTestSupport
+@testable import SynchroStore
 
 /// The `_synchro_schema_migration` journal (`spec/client-store.md` §4.13, §10) and the explicit `schema_reset`
 /// recovery (`spec/wire-protocol.md` §3.7, §10.3), on real files migrated by a loopback server's schema actions.

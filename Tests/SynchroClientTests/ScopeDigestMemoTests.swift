@@ -4,6 +4,7 @@ import SQLiteKit
 import SynchroProtocol
 import Testing
 import _SeedkitTestSupport
+@testable import SynchroStore
 
 /// The scope digest memo (docs/decisions.md, "Scope digest memo"): a digest is reused only over provably
 /// unchanged state; every write between two verifications forces a real recomputation.

@@ -4,6 +4,7 @@ import SynchroClient
 import SynchroProtocol
 import Testing
 import _SeedkitTestSupport
+import SynchroStore
 
 @Suite("Interchange seed migration")
 struct SeedMigrationTests {

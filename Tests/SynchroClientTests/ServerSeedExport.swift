@@ -4,6 +4,7 @@ import SQLiteKit
 import SynchroProtocol
 import Testing
 import _SeedkitTestSupport
+@testable import SynchroStore
 
 /// One portable scope as a seed carries it: its continuation receipt, scope checksum and cardinality, and every
 /// record (`{table, pk, row_checksum, server_version, row}`) in row-identity order.

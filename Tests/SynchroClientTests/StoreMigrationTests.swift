@@ -3,6 +3,7 @@ import SQLiteKit
 import SynchroClient
 import Testing
 import _SeedkitTestSupport
+import SynchroStore
 
 @Suite("Store migrations")
 struct StoreMigrationTests {

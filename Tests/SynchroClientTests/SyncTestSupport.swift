@@ -4,6 +4,7 @@ import Synchronization
 import SynchroClient
 import SynchroProtocol
 import _SeedkitTestSupport
+import SynchroStore
 
 /// A ``SyncTransport`` over a loopback ``RunningServer``; `edit` may rewrite a reply (to tamper with bytes)
 /// before the engine sees it.

@@ -1,5 +1,4 @@
 import SQLiteKit
-import SynchroHTTP
 import SynchroProtocol
 
 /// Why an export stopped. Every case names the rule and where it broke (scope, page ordinal, table) and
@@ -7,8 +6,9 @@ import SynchroProtocol
 public enum SeedExportError: Error, Sendable, CustomStringConvertible {
     /// The source cannot be used as given (URL, options).
     case invalidSource(reason: String)
-    /// The request to the source failed before a response.
-    case transport(route: String, TransportError)
+    /// The request to the source failed before a response; `reason` is a fixed text of the failure kind (never a
+    /// URL, header or credential).
+    case transport(route: String, reason: String)
     /// The source answered with a non-200 status (`code`: the wire error code, when present).
     case refused(route: String, status: Int, code: String?)
     /// A response is not strict JSON.
@@ -66,7 +66,7 @@ public enum SeedExportError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .invalidSource(let reason): "invalid source: \(reason)"
-        case .transport(let route, let error): "\(route): \(error)"
+        case .transport(let route, let reason): "\(route): \(reason)"
         case .refused(let route, let status, let code): "\(route): the source answered \(status)\(code.map { " \($0)" } ?? "")"
         case .malformedJSON(let route, let rule, let offset): "\(route): not strict JSON (\(rule) at octet \(offset))"
         case .schemaManifest(let rule): "schema manifest: \(rule)"

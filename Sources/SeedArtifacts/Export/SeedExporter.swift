@@ -1,6 +1,6 @@
 import Foundation
 import SQLiteKit
-import SynchroClient
+import SynchroStore
 import SynchroProtocol
 
 /// What an export run may do.

@@ -1,5 +1,5 @@
 import SQLiteKit
-import SynchroClient
+import SynchroStore
 import SynchroProtocol
 
 /// One exported record after every record check (`spec/seed-format.md` §5 step 12, `spec/integrity.md` §7.4
@@ -52,14 +52,14 @@ struct SeedRecordChecker {
             return .failure(RecordFailure(table: table.tableName, rule: "invalid_row.\(error.rule)"))
         }
         guard computed.digest == checksum.digest else { return .failure(RecordFailure(table: table.tableName, rule: "row_digest_mismatch")) }
-        guard case .object(let fields) = row, let recordID = LocalTableForms.recordID(primaryKey: key) else {
+        guard case .object(let fields) = row, let recordID = LocalStorageForm.recordID(primaryKey: key) else {
             return .failure(RecordFailure(table: table.tableName, rule: "record_shape"))
         }
         var values: [SQLiteValue] = []
         values.reserveCapacity(table.columns.count)
         for column in table.columns {
             guard let value = fields[column.fieldID],
-                  let stored = LocalTableForms.storageValue(value, type: column.logicalType)
+                  let stored = LocalStorageForm.sqliteValue(value, type: column.logicalType)
             else { return .failure(RecordFailure(table: table.tableName, rule: "no_storage_form")) }
             values.append(stored)
         }

@@ -1,5 +1,5 @@
 import SQLiteKit
-import SynchroClient
+import SynchroStore
 import SynchroProtocol
 
 /// The device installer's validation of a seed copy after the client store migrated it (`spec/seed-format.md`

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import SynchroClient
+import SynchroStore
 
 /// How ``SeedInstaller`` works.
 public struct SeedInstallOptions: Sendable {

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import SQLiteKit
-import SynchroClient
+import SynchroStore
 
 /// The device installer's procedure up to publication (`spec/seed-format.md` §7.1 steps 1–3): copy the seed to a
 /// temporary name, open it with the full client store (which runs the remaining migrations), close it, delete the
@@ -112,15 +112,12 @@ enum SeedStaging {
         return true
     }
 
-    /// Opens the copy with the client store, which migrates a baseline seed forward, and closes it (step 2).
+    /// Opens the copy as the client store does, which migrates a baseline seed forward, and closes it (step 2).
     /// False, with an `installer_open` finding, when the client refuses the file.
     private static func migrate(_ path: String, collector: FindingCollector) -> Bool {
         collector.evaluated(.installerOpen)
         do {
-            // Opening binds no client ID (that is the first connect's job); the ID only has to be well formed.
-            let configuration = ClientStoreConfiguration(path: path, clientID: "seedkit-install")
-            let store = try ClientStore(configuration: configuration)
-            store.close()
+            _ = try StoreFile.migrate(path: path)
             return true
         } catch {
             collector.add(.installerOpen, "the client store cannot open and migrate the seed: \(error.rule): \(error)")

@@ -1,5 +1,5 @@
 import Glibc
-import SynchroClient
+import SynchroStore
 import SynchroProtocol
 
 /// What ``SeedRowAudit`` keeps of the rows of one synced table, by position in the rowid-ordered scan, for the edge

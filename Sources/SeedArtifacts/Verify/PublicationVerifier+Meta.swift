@@ -1,17 +1,17 @@
 import SQLiteKit
-import SynchroClient
+import SynchroStore
 import SynchroProtocol
 
 /// §6 item 4: `_synchro_meta` holds exactly the keys of §2.3 with the values the exporter writes.
 extension PublicationVerifier {
     /// Keys the client validators reject outright (§2.3): a client identity.
-    static let forbiddenMetaKeys: Set<String> = ["client_server_id", "client_id"]
+    static let forbiddenMetaKeys: Set<String> = [MetaKey.clientServerID.rawValue, "client_id"]
 
     mutating func checkMeta() {
         collector.evaluated(.metaKeyMissing, .metaKeyForbidden, .metaKeyUnexpected, .metaValue, .schemaManifest,
                             .localSchema)
-        let expected = Set(SeedMetaKey.allCases.map(\.rawValue))
-        for key in SeedMetaKey.allCases where meta[key.rawValue] == nil {
+        let expected = Set(MetaKey.seedKeys.map(\.rawValue))
+        for key in MetaKey.seedKeys where meta[key.rawValue] == nil {
             collector.add(.metaKeyMissing, table: "_synchro_meta", "key \(key.rawValue) is missing")
         }
         for key in meta.keys.sorted() where !expected.contains(key) {
@@ -23,7 +23,7 @@ extension PublicationVerifier {
                 collector.add(.metaKeyUnexpected, table: "_synchro_meta", "key \(key) is not a seed metadata key")
             }
         }
-        for key in SeedMetaKey.allCases {
+        for key in MetaKey.seedKeys {
             guard let value = meta[key.rawValue] else { continue }
             guard case .text(let text) = value else {
                 collector.add(.metaValue, table: "_synchro_meta",
@@ -42,7 +42,7 @@ extension PublicationVerifier {
     }
 
     /// What is wrong with the value of `key`, nil when it is what the exporter writes.
-    private func problem(_ key: SeedMetaKey, _ text: String) -> String? {
+    private func problem(_ key: MetaKey, _ text: String) -> String? {
         switch key {
         case .syncLock, .checkpoint, .scopeSetVersion:
             return text == "0" ? nil : "is not 0"
@@ -86,6 +86,8 @@ extension PublicationVerifier {
                 return "is not a canonical integer in 1…1000"
             }
             return nil
+        case .clientServerID, .clientGeneration, .atomicGroupID:
+            return "is not a seed key"
         }
     }
 

@@ -1,5 +1,5 @@
 import SQLiteKit
-import SynchroClient
+import SynchroStore
 
 /// §6 item 3: internal tables exactly as §2.2 specifies them, synced tables exactly as the manifest declares them,
 /// no other table, and exactly the three legacy capture triggers per synced table with the generator's text.
@@ -139,7 +139,7 @@ extension PublicationVerifier {
         for (position, (info, column)) in zip(physical, table.columns).enumerated() {
             var differences: [String] = []
             if info.name != column.name { differences.append("name") }
-            if info.declaredType != LocalTableForms.declaredType(column.logicalType) {
+            if info.declaredType != SyncedTableDDL.declaredType(column.logicalType) {
                 differences.append("declared type")
             }
             if info.isNotNull != (!column.nullable && !column.isPrimaryKey) { differences.append("NOT NULL") }

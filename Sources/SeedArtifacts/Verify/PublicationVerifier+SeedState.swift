@@ -1,5 +1,5 @@
 import SQLiteKit
-import SynchroClient
+import SynchroStore
 import SynchroProtocol
 
 /// §6 item 6: scopes, receipts (decoded and cross-checked against the seed's export metadata), row versions, the

@@ -1,5 +1,5 @@
 import SQLiteKit
-import SynchroClient
+import SynchroStore
 import SynchroProtocol
 
 /// The exporter's self-verification of a seed file (`spec/seed-format.md` §6), on a read-only `immutable=1`
@@ -130,8 +130,8 @@ struct PublicationVerifier {
                 meta[key] = try row.value(at: 1)
             }
         }
-        guard case .text(let text)? = meta[SeedMetaKey.schemaManifest.rawValue] else {
-            manifestProblem = meta[SeedMetaKey.schemaManifest.rawValue] == nil ? nil : "the value is not text"
+        guard case .text(let text)? = meta[MetaKey.schemaManifest.rawValue] else {
+            manifestProblem = meta[MetaKey.schemaManifest.rawValue] == nil ? nil : "the value is not text"
             return
         }
         do {
@@ -141,7 +141,7 @@ struct PublicationVerifier {
         }
     }
 
-    func metaText(_ key: SeedMetaKey) -> String? {
+    func metaText(_ key: MetaKey) -> String? {
         meta[key.rawValue]?.textValue
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import SQLiteKit
-import SynchroClient
+import SynchroStore
 import SynchroProtocol
 
 /// Which check each kind of row-audit finding is reported under: the publication checks (§6 item 6) and the

@@ -1,5 +1,5 @@
 import SQLiteKit
-import SynchroClient
+import SynchroStore
 import SynchroProtocol
 
 /// The wire value of a stored SQLite value of a portable type: exactly the client's mapping

@@ -1,5 +1,5 @@
 import SQLiteKit
-import SynchroClient
+import SynchroStore
 import SynchroProtocol
 
 /// Writes the seed database file (`spec/seed-format.md` §2, §5 steps 9–15): the baseline internal tables, the
@@ -35,7 +35,7 @@ final class SeedDatabaseWriter {
             try Self.createBaseline(on: connection)
             var writers: [String: TableWriter] = [:]
             for table in manifest.localSchema {
-                try connection.execute(LocalTableForms.createTableSQL(table))
+                try connection.execute(SyncedTableDDL.createTable(table))
                 writers[table.tableID] = try TableWriter(table: table, connection: connection)
             }
             tablesByID = writers
@@ -115,7 +115,7 @@ final class SeedDatabaseWriter {
                     try connection.execute(trigger.sql)
                 }
             }
-            let values: [(SeedMetaKey, String)] = [
+            let values: [(MetaKey, String)] = [
                 (.syncLock, "0"), (.checkpoint, "0"),
                 (.schemaVersion, String(manifest.manifest.schemaVersion)),
                 (.schemaHash, manifest.manifest.schemaHash),

@@ -1,5 +1,6 @@
 import Foundation
 import SeedArtifacts
+import SeedSources
 import SynchroClient
 import SynchroProtocol
 import SynchroServer

@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// The application write connection (`spec/client-store.md` §1, §7, §13): its own SQLite connection on the

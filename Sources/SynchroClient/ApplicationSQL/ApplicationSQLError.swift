@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 
 /// Why an application SQL call was refused or failed (`spec/client-store.md` §13, `seeds/001`). Each refusal
 /// names the rule; nothing was changed. Descriptions name tables, columns and keywords only, never row values,

@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 
 /// The authorizer rules of the application connection (`spec/client-store.md` §13.2), enforced only while an
 /// application statement is compiled or stepped, so the SDK's own statements (transaction control, capture

@@ -1,3 +1,4 @@
+import SynchroStore
 /// What the SDK reads from one application statement before SQLite compiles it (`spec/client-store.md` §13):
 /// its kind, the write target, an INSERT's column list, and the forms the application SQL limits refuse.
 ///

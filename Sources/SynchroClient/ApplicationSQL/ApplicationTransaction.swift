@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 
 /// The statement surface inside ``ClientStore/transaction(_:)`` and ``ClientStore/atomicWriteTransaction(_:)``:
 /// one statement per call, classified before SQLite runs it. It exposes no connection and is valid only

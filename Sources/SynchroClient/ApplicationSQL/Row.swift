@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 
 /// One result row of a local query: column names and typed SQLite values, so NULL, integers, reals, text and
 /// blobs stay distinct (the contract's lossless typed rows).

@@ -1,3 +1,4 @@
+import SynchroStore
 /// A small SQLite tokenizer for classifying application SQL before SQLite compiles it: whitespace and
 /// comments are skipped, literals and parameters become opaque tokens, quoted identifiers are unquoted.
 /// It never evaluates anything; SQLite remains the parser of record.

@@ -1,3 +1,4 @@
+import SynchroStore
 /// Why an atomic write group was rolled back before commit (`spec/integrity.md` §5.3, `seeds/001`).
 public enum AtomicGroupInvalidReason: String, Sendable, Equatable, CaseIterable {
     /// Rule 1: a delete of a row is followed by a later entry for that row in the group.

@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// The commit-time validation of an atomic write group, in the contract's order (`spec/integrity.md` §5.3):

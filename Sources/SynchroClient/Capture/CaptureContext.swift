@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// The authored column mask of a statement or transaction (`spec/client-store.md` §4.6, §7): rows in

@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// Pre-wire same-row normalization (`spec/client-store.md` §8, client contract "Pre-wire same-row

@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// Reads of the mutation ledger, on whichever connection runs the current transaction. Every access is by

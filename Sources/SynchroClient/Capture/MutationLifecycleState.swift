@@ -1,3 +1,4 @@
+import SynchroStore
 /// Where a ledger entry is in its life (`spec/client-store.md` §4.4).
 public enum MutationLifecycleState: String, Sendable, CaseIterable {
     /// Captured, not yet in a batch; may still be normalized.

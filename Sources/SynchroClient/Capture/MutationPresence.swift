@@ -1,4 +1,5 @@
 import SynchroProtocol
+import SynchroStore
 
 /// The operation presence matrix of the client contract (`seeds/000`, "Immutable authored payloads"):
 ///

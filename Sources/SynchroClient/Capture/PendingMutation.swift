@@ -1,4 +1,5 @@
 import SynchroProtocol
+import SynchroStore
 
 /// One ledger entry with its authored values, as read from `_synchro_pending_changes` and
 /// `_synchro_mutation_values` (`spec/client-store.md` §4.4, §4.5): the unit that normalization, sealing,

@@ -1,4 +1,5 @@
 import Foundation
+import SynchroStore
 
 /// The one-owner rule of a client database: an exclusive, non-blocking `flock` on `<database>.lock` beside the
 /// file, held from open to close. A second open — by another process or by this one — fails at once instead of

@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 
 /// One retained rejection (`_synchro_rejected_mutations`, `spec/client-store.md` §4.8), as
 /// ``SynchroDatabase/inspectRejectedMutationRecords()`` returns it: a current record carries the exact authored

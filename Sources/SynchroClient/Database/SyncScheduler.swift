@@ -1,4 +1,5 @@
 import Dispatch
+import SynchroStore
 import Synchronization
 
 /// Where ``SynchroDatabase`` runs its sync cycles and waits between retries. The default runs them on one

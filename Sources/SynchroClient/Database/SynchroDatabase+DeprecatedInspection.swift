@@ -1,3 +1,4 @@
+import SynchroStore
 /// The deprecated inspection calls the client contract keeps ("Public native SDK surface": they keep their
 /// published behaviour, return current records only, and fail when a legacy record is present). Each forwards
 /// to the current method it names and refuses the whole answer with

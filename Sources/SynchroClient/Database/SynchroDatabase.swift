@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import Synchronization
 
 /// How a ``SynchroDatabase`` is opened and how it syncs.

@@ -1,3 +1,4 @@
+import SynchroStore
 /// Why a ``SynchroDatabase`` call failed. Cases name rules, paths and codes only: never credentials, tokens,
 /// request bodies or row values.
 public enum SynchroDatabaseError: Error, Sendable, Equatable, CustomStringConvertible {

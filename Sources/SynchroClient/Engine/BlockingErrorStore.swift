@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 
 /// The durable blocking error (`_synchro_blocking_error`, `spec/client-store.md` §4.12) as the engine obeys it:
 /// while one is stored, no cycle runs (§11 "Start: refuse while a blocking error exists") until its recovery

@@ -1,4 +1,5 @@
 import Synchronization
+import SynchroStore
 import SynchroProtocol
 
 /// The transport a cycle runs over: forwards every request unchanged and remembers what the exchanges

@@ -1,3 +1,4 @@
+import SynchroStore
 /// Where the engine draws random fractions (retry jitter). Tests inject a fixed source so that every delay and
 /// every stored retry deadline is predictable.
 public struct RandomSource: Sendable {

@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// The durable retry record of `_synchro_backoff` (`spec/client-store.md` §4.11, §12; `spec/wire-protocol.md`

@@ -1,4 +1,5 @@
 import Foundation
+import SynchroStore
 import Synchronization
 
 /// The named durable boundaries of the client engine (client contract, "Process-death guarantees";

@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// One complete sync cycle in the contract's order (`spec/wire-protocol.md` §10.3, ARCHITECTURE.md "Headless

@@ -1,3 +1,4 @@
+import SynchroStore
 /// Why a sync cycle stopped. Cases name phases, rules and statuses only: never values, tokens or cursors.
 public enum SyncCycleError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A connect, pull or rebuild exchange failed non-retryably (or its retries ran out: see `retriesExhausted`).

@@ -1,3 +1,4 @@
+import SynchroStore
 /// The steps of one sync cycle, in the order the contract runs them (`spec/wire-protocol.md` §10.3).
 public enum SyncPhase: String, Sendable, Equatable, CaseIterable {
     /// `POST /sync/connect`: generation, schema action and scope assignment.

@@ -1,3 +1,4 @@
+import SynchroStore
 /// How a cycle retries 429, 503 (including `capture_pending`) and lost responses, with the upstream timing
 /// (`spec/client-store.md` §12, `spec/wire-protocol.md` §8.3): for attempt *n* the base delay is
 /// `min(baseDelay × 2^(n−1), maxDelay)` (1, 2, 4, 8, 16, 16, … s by default), plus a jitter drawn uniformly from

@@ -1,4 +1,5 @@
 import Synchronization
+import SynchroStore
 
 /// The client states of `spec/wire-protocol.md` §10.1.
 public enum SyncState: String, Sendable, CaseIterable {

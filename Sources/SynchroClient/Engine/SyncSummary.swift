@@ -1,3 +1,4 @@
+import SynchroStore
 /// What one complete sync cycle did. Counts only: never values, tokens or cursors.
 public struct SyncSummary: Sendable, Equatable {
     /// HTTP requests sent per endpoint, retries included.

@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 
 /// A snapshot of a client store's sync state for operators (`seedkit inspect`), safe to print or log.
 ///

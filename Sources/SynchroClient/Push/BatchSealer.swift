@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// Batch selection and sealing (`spec/client-store.md` §8, `spec/integrity.md` §5.2–§5.3,

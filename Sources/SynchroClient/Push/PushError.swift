@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// Why a push step failed. Cases name rules and identifiers only, never row values or credentials.

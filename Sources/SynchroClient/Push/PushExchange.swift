@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// One push attempt of a sealed batch (`spec/wire-protocol.md` §4, §8): the stored bytes are sent exactly, so

@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// Reconciliation of a push 200 (`spec/wire-protocol.md` §4.8, `spec/client-store.md` §8): the whole response

@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// The writes of one reconciled outcome, inside the reconciliation's server-apply transaction.

@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// What a request binds to: the client ID, the server-issued generation and the active schema.

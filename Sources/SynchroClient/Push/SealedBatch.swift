@@ -1,3 +1,4 @@
+import SynchroStore
 /// A batch as stored in `_synchro_push_batches`: what is sent, byte for byte, on every attempt.
 public struct SealedBatch: Sendable, Equatable {
     /// Lowercase UUID of the batch.

@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// The migration plan of a connect schema action over an installed schema (`spec/client-store.md` §4.13, §10):

@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// The `_synchro_schema_migration` journal (`spec/client-store.md` §4.13, §10; client contract, "Schema

@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// The typed upgrade-required state a connect `unsupported` enters (`spec/wire-protocol.md` §3.3 row 8, §10.3):

@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 
 extension ClientStore {
     /// Applies `manifest` as ``applySchema(_:)`` does and runs `body` in the same schema-migration transaction

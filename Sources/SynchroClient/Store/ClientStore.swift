@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import Synchronization
 import SynchroProtocol
 
@@ -35,18 +36,12 @@ public final class ClientStore: Sendable {
         }
         self.configuration = configuration
         checkpointer = WALCheckpointer(path: configuration.path)
-        let engineConnection: Connection
-        do {
-            engineConnection = try ConnectionConventions.openEngine(path: configuration.path)
-        } catch {
-            throw .sqlite(error)
-        }
-        let layout: StoreLayout
-        let tables: [LocalSchemaTable]
+        let opened = try StoreFile.open(path: configuration.path, clock: configuration.clock)
+        let engineConnection = opened.connection
+        let layout = opened.layout
+        let tables = opened.localSchema
         let applicationConnection: ApplicationConnection
         do {
-            layout = try StoreMigrator(connection: engineConnection, clock: configuration.clock).migrate()
-            tables = try Self.storedLocalSchema(on: engineConnection)
             applicationConnection = try mappingStoreErrors {
                 try ApplicationConnection(
                     path: configuration.path, clientID: configuration.clientID, uuids: configuration.uuids,
@@ -164,7 +159,7 @@ public final class ClientStore: Sendable {
     /// The synced tables of the active schema (empty for a fresh store).
     public func localSchema() throws(ClientStoreError) -> [LocalSchemaTable] {
         try withEngine { (connection) throws(ClientStoreError) -> [LocalSchemaTable] in
-            try Self.storedLocalSchema(on: connection)
+            try StoreFile.storedLocalSchema(on: connection)
         }
     }
 
@@ -382,13 +377,6 @@ public final class ClientStore: Sendable {
         }
     }
 
-    // MARK: - Helpers
-
-    private static func storedLocalSchema(on connection: Connection) throws(ClientStoreError) -> [LocalSchemaTable] {
-        let encoded = try mappingStoreErrors { try MetaStore.value(.localSchema, on: connection) }
-        guard let encoded else { return [] }
-        return try LocalSchemaJSON.decode(encoded)
-    }
 }
 
 /// Which stores have an application transaction callback running on the current task or thread, so a

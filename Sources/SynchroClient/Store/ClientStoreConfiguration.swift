@@ -1,3 +1,4 @@
+import SynchroStore
 /// How a ``ClientStore`` is opened.
 public struct ClientStoreConfiguration: Sendable {
     /// The working database file (created when missing).

@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 
 /// One transaction on the engine connection, handed to an engine callback (server apply, schema work).
 ///

@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// One connect exchange (`spec/wire-protocol.md` §3): builds the request from local state, validates the whole

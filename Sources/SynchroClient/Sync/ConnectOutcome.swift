@@ -1,3 +1,4 @@
+import SynchroStore
 /// What one installed connect did (`spec/wire-protocol.md` §3). Names and dispositions only: never a cursor,
 /// receipt or checksum.
 public struct ConnectOutcome: Sendable, Equatable {

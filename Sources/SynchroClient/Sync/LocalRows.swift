@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// Server-apply writes of synced rows, row versions and provenance on the engine connection, plus the local
@@ -338,7 +339,7 @@ struct LocalRows {
         try digests?.invalidate(tableName: tableName, recordID: recordID, on: connection)
         try connection.cachedStatement(
             "DELETE FROM \(SQLiteIdentifier.quote(tableName)) WHERE \(SQLiteIdentifier.quote(key.name)) = ?"
-        ).run([Self.keyValue(recordID: recordID, type: key.logicalType)])
+        ).run([LocalStorageForm.keyValue(recordID: recordID, type: key.logicalType)])
     }
 
     /// Deletes edges of `scope` (all, or those of other generations) and then the rows they leave orphaned.
@@ -469,7 +470,7 @@ struct LocalRows {
     private func identity(
         _ table: LocalSchemaTable, _ key: LocalSchemaColumn, _ recordID: String
     ) throws -> RowIdentity {
-        let primaryKey = Self.keyJSON(recordID: recordID, type: key.logicalType)
+        let primaryKey = LocalStorageForm.keyJSON(recordID: recordID, type: key.logicalType)
         return try RowIdentity(manifest: manifest, tableID: table.tableID, primaryKey: primaryKey)
     }
 
@@ -509,7 +510,7 @@ struct LocalRows {
         _ statement: Statement, recordID: String, key: LocalSchemaColumn, tableName: String,
         layout: StoredRowLayout, digester: inout StoredRowDigester
     ) throws -> (identity: RowIdentity, digest: [UInt8])? {
-        try statement.bind([keyValue(recordID: recordID, type: key.logicalType), .text(recordID), .text(tableName)])
+        try statement.bind([LocalStorageForm.keyValue(recordID: recordID, type: key.logicalType), .text(recordID), .text(tableName)])
         defer { statement.reset() }
         guard try statement.step(), statement.int64(at: 0) == 1, statement.storageClass(at: 1) == .text else {
             return nil
@@ -628,12 +629,12 @@ struct LocalRows {
             let stored = try connection.cachedStatement(
                 "SELECT \(columns) FROM \(SQLiteIdentifier.quote(tableName)) "
                     + "WHERE \(SQLiteIdentifier.quote(key.name)) = ?"
-            ).rows([Self.keyValue(recordID: recordID, type: key.logicalType)]).first
+            ).rows([LocalStorageForm.keyValue(recordID: recordID, type: key.logicalType)]).first
             let versionRow = try connection.cachedStatement(
                 "SELECT server_version, row_checksum FROM _synchro_row_versions WHERE table_name = ? AND record_id = ?"
             ).rows([.text(tableName), .text(recordID)]).first
             let version = versionRow?[0].textValue
-            let primaryKey = Self.keyJSON(recordID: recordID, type: key.logicalType)
+            let primaryKey = LocalStorageForm.keyJSON(recordID: recordID, type: key.logicalType)
             if try isProtected(tableName: tableName, recordID: recordID) {
                 // Local intent keeps the row different on purpose: the server's digest stands for it.
                 let identity = try RowIdentity(manifest: manifest, tableID: table.tableID, primaryKey: primaryKey)
@@ -655,7 +656,7 @@ struct LocalRows {
             }
             var members: [JSONMember] = []
             for (column, value) in zip(table.columns, stored) {
-                members.append(JSONMember(column.fieldID, Self.wireValue(value, type: column.logicalType) ?? .null))
+                members.append(JSONMember(column.fieldID, LocalStorageForm.wireValue(value, type: column.logicalType) ?? .null))
             }
             let computed: (identity: RowIdentity, digest: [UInt8])
             do {
@@ -689,45 +690,11 @@ struct LocalRows {
 
     // MARK: - Value conversion
 
-    /// The stored key value of a `record_id` (int and int64 keys are stored as integers).
-    static func keyValue(recordID: String, type: PortableType) -> SQLiteValue {
-        switch type {
-        case .int, .int64: Int64(recordID).map(SQLiteValue.integer) ?? .text(recordID)
-        default: .text(recordID)
-        }
-    }
-
-    /// The wire key value of a `record_id`: a JSON number for int, a decimal string for int64, else the text.
-    static func keyJSON(recordID: String, type: PortableType) -> JSONValue {
-        switch type {
-        case .int: Int64(recordID).map { .number(JSONNumber($0)) } ?? .string(recordID)
-        default: .string(recordID)
-        }
-    }
-
     /// The SQLite value of a wire value of `type` (`spec/client-store.md` §5.2 storage classes).
     static func sqliteValue(_ value: JSONValue, type: PortableType) throws -> SQLiteValue {
         guard let stored = LocalStorageForm.sqliteValue(value, type: type) else {
             throw SyncError.invalidState(reason: "a verified value has no local storage form")
         }
         return stored
-    }
-
-    /// The wire value of a stored SQLite value of `type`, nil when the stored shape does not fit the type.
-    static func wireValue(_ value: SQLiteValue, type: PortableType) -> JSONValue? {
-        let name = type.rawValue
-        let stored: StoredFieldValue
-        switch value {
-        case .null: stored = StoredFieldValue(fieldID: "", logicalType: name, kind: .null)
-        case .integer(let integer) where type == .float:
-            stored = StoredFieldValue(fieldID: "", logicalType: name, kind: .real, real: Double(integer))
-        case .integer(let integer):
-            stored = StoredFieldValue(
-                fieldID: "", logicalType: name, kind: type == .boolean ? .boolean : .integer, integer: integer)
-        case .real(let real): stored = StoredFieldValue(fieldID: "", logicalType: name, kind: .real, real: real)
-        case .text(let text): stored = StoredFieldValue(fieldID: "", logicalType: name, kind: .text, text: text)
-        case .blob(let blob): stored = StoredFieldValue(fieldID: "", logicalType: name, kind: .blob, blob: blob)
-        }
-        return stored.wireValue()
     }
 }

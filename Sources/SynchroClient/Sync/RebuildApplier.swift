@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// The durable record of one rebuild attempt (`_synchro_rebuild_attempts`).

@@ -1,4 +1,5 @@
 import Dispatch
+import SynchroStore
 import SQLiteKit
 import Synchronization
 import SynchroProtocol

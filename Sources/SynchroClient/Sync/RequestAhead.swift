@@ -1,4 +1,5 @@
 import Dispatch
+import SynchroStore
 import Synchronization
 
 /// At most one request sent ahead of its turn, on a worker thread: while the engine applies a rebuild page in its

@@ -1,4 +1,5 @@
 import SynchroProtocol
+import SynchroStore
 
 /// Strict reading of a 200 body (`spec/wire-protocol.md` §2.1): exact member sets, declared types, no
 /// value echoed into the error. Every failure is ``SyncError/contract(rule:member:)``.

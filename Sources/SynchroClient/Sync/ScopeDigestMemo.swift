@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import Synchronization
 import SynchroProtocol
 

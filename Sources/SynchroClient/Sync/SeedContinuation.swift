@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// The check of `spec/seed-format.md` §8 ("After installation") that a stored seed continuation receipt failed

@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// What every exchange needs besides the store: the transport and the client's fixed request members.

@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// One HTTP exchange as the sync engine sees it (connect, push, pull, rebuild): a protocol POST of exact octets

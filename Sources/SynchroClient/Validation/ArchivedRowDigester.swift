@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// Row digests under the earlier schemas of `_synchro_schema_archive` (`spec/client-store.md` §4.13), for

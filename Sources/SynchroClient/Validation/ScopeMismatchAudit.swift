@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// A second, per-row look at a scope whose stored checksum the local rows do not reproduce: which rows are damaged,
@@ -67,7 +68,7 @@ struct ScopeMismatchAudit {
         guard let stored = try connection.rows(
                 "SELECT \(columns) FROM \(SQLiteIdentifier.quote(table.tableName)) "
                     + "WHERE \(SQLiteIdentifier.quote(key.name)) = ?",
-                [LocalRows.keyValue(recordID: recordID, type: key.logicalType)]).first,
+                [LocalStorageForm.keyValue(recordID: recordID, type: key.logicalType)]).first,
             let version = try connection.rows(
                 "SELECT server_version, row_checksum FROM _synchro_row_versions WHERE table_name = ? AND record_id = ?",
                 [.text(table.tableName), .text(recordID)]).first,
@@ -77,10 +78,10 @@ struct ScopeMismatchAudit {
         else { return nil }
         var members: [JSONMember] = []
         for (column, value) in zip(table.columns, stored) {
-            members.append(JSONMember(column.fieldID, LocalRows.wireValue(value, type: column.logicalType) ?? .null))
+            members.append(JSONMember(column.fieldID, LocalStorageForm.wireValue(value, type: column.logicalType) ?? .null))
         }
         return StoredRow(
-            primaryKey: LocalRows.keyJSON(recordID: recordID, type: key.logicalType),
+            primaryKey: LocalStorageForm.keyJSON(recordID: recordID, type: key.logicalType),
             values: .object(JSONObject(members)), serverVersion: serverVersion, authoritative: checksum.digest)
     }
 

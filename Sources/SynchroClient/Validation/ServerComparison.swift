@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// The online half of ``StoreValidator``: one pull request built from the stored cursors, whose validated

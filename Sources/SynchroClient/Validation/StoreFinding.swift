@@ -1,3 +1,4 @@
+import SynchroStore
 /// One failed check of a client store's validation (``StoreValidator``). Cases name the rule, the scope and the
 /// table; never a key, value, cursor, checksum or token.
 public enum StoreFinding: Sendable, Equatable, CustomStringConvertible {

@@ -1,3 +1,4 @@
+import SynchroStore
 /// What validating a client store found (``StoreValidator``): the findings (empty when every check held), each
 /// scope's verification, and durable states that are not damage but tell an operator what the next sync does.
 /// Nothing in it is a cursor, checksum, token, key or row value.

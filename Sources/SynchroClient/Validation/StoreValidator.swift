@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 import SynchroProtocol
 
 /// Validates a client store without changing it (`seedkit validate`): SQLite's integrity and foreign-key

@@ -1,5 +1,6 @@
 import Foundation
 import SeedArtifacts
+import SeedSources
 import SynchroProtocol
 
 /// `seedkit export`: one portable seed from a server's operator export routes, verified, published

@@ -1,6 +1,7 @@
 import Foundation
 import SeedPipeline
 import SynchroClient
+import SynchroStore
 import SynchroProtocol
 
 /// `seedkit validate --db FILE [--server URL --token-env VAR] [--json]`: every consistency check of a client

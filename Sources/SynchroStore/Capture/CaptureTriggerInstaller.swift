@@ -1,12 +1,12 @@
 import SQLiteKit
 
 /// Installs and regenerates capture triggers from the stored local schema (`spec/client-store.md` §2, §6).
-enum CaptureTriggerInstaller {
+package enum CaptureTriggerInstaller {
     /// Drops and recreates the three triggers of each table — except a table whose triggers already are exactly
     /// those three with the text they would be created with, where that would write the same schema rows again. A
     /// seed's migration installs the same triggers in v9, v14, v16, v17 and both v18 steps; parsing and writing them
     /// five more times was most of its in-memory migration once v13 kept the edges (`docs/decisions.md`).
-    static func install(_ tables: [LocalSchemaTable], on connection: Connection) throws(SQLiteError) {
+    package static func install(_ tables: [LocalSchemaTable], on connection: Connection) throws(SQLiteError) {
         for table in tables {
             let statements = CaptureTriggerSQL(table: table).statements()
             if try isInstalled(statements, table: table.tableName, on: connection) { continue }
@@ -36,7 +36,7 @@ enum CaptureTriggerInstaller {
 
     /// "Regenerate capture triggers": nothing when `local_schema` is missing or empty; otherwise the schema
     /// reference must be real (`schema_version` > 0 and a `schema_hash`), else the open fails.
-    static func regenerate(on connection: Connection) throws(ClientStoreError) {
+    package static func regenerate(on connection: Connection) throws(ClientStoreError) {
         let tables: [LocalSchemaTable]
         do {
             guard let encoded = try MetaStore.value(.localSchema, on: connection) else { return }
@@ -58,7 +58,7 @@ enum CaptureTriggerInstaller {
 
     /// The verified stored schema for the steps that install triggers only when everything is in place
     /// (v9, v14): nil when the reference is not real or `local_schema` does not decode.
-    static func verifiedStoredSchema(
+    package static func verifiedStoredSchema(
         on connection: Connection
     ) throws(SQLiteError) -> (version: Int64, hash: String, tables: [LocalSchemaTable])? {
         let version = try MetaStore.integer(.schemaVersion, on: connection)

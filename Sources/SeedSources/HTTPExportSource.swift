@@ -1,3 +1,4 @@
+import SeedArtifacts
 import SynchroHTTP
 import SynchroProtocol
 
@@ -65,7 +66,7 @@ public struct HTTPExportSource: SeedExportSource {
         do {
             response = try transport.send(request)
         } catch {
-            throw .transport(route: route, error)
+            throw .transport(route: route, reason: "\(error)")
         }
         guard response.status == 200 else {
             // Only the error code is kept: messages may echo request members.

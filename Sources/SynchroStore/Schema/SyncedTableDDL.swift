@@ -2,9 +2,9 @@ import SQLiteKit
 import SynchroProtocol
 
 /// DDL of synced tables and their indexes (`spec/client-store.md` §5.2, §5.3).
-enum SyncedTableDDL {
+package enum SyncedTableDDL {
     /// The declared SQLite type of each portable type (§5.2).
-    static func declaredType(_ type: PortableType) -> String {
+    package static func declaredType(_ type: PortableType) -> String {
         switch type {
         case .string, .decimal, .datetime, .date, .time, .json: "TEXT"
         case .int, .int64, .boolean: "INTEGER"
@@ -15,7 +15,7 @@ enum SyncedTableDDL {
 
     /// `CREATE TABLE IF NOT EXISTS "<name>" (<column defs>)`: columns in manifest order, ` PRIMARY KEY` on the key,
     /// ` NOT NULL` on non-nullable non-key columns, a default only when one is given; no table constraints.
-    static func createTable(_ table: LocalSchemaTable) -> String {
+    package static func createTable(_ table: LocalSchemaTable) -> String {
         let definitions = table.columns.map { column in
             var definition = "\(SQLiteIdentifier.quote(column.name)) \(declaredType(column.logicalType))"
             if column.isPrimaryKey {
@@ -35,7 +35,7 @@ enum SyncedTableDDL {
 
     /// `CREATE [UNIQUE ]INDEX IF NOT EXISTS "<index>" ON "<table>" ("<col>", …)`, columns resolved from field
     /// IDs in index order; nil when an index names a field the table lacks.
-    static func createIndex(_ index: LocalSchemaIndex, on table: LocalSchemaTable) -> String? {
+    package static func createIndex(_ index: LocalSchemaIndex, on table: LocalSchemaTable) -> String? {
         var columns: [String] = []
         for fieldID in index.fieldIDs {
             guard let column = table.column(fieldID: fieldID) else { return nil }
@@ -48,7 +48,7 @@ enum SyncedTableDDL {
 
     /// Whether the physical table matches what `createTable` declares (`PRAGMA table_info`: exact type string,
     /// `notnull` only on non-nullable non-key columns, `pk` only on the key, no default unless declared).
-    static func matches(_ physical: [Connection.ColumnInfo], _ table: LocalSchemaTable) -> Bool {
+    package static func matches(_ physical: [Connection.ColumnInfo], _ table: LocalSchemaTable) -> Bool {
         guard physical.count == table.columns.count else { return false }
         for (info, column) in zip(physical, table.columns) {
             let expectedDefault = column.sqliteDefaultSQL.flatMap { $0.isEmpty ? nil : $0 }

@@ -24,16 +24,33 @@ public enum MetaKey: String, Sendable, CaseIterable {
     case snapshotComplete = "snapshot_complete"
     /// Transient: the atomic write group being captured; never present in a committed database.
     case atomicGroupID = "atomic_group_id"
+    /// A seed's export ID (`spec/seed-format.md` §2.3); the client leaves it in place.
+    case exportID = "seed_export_id"
+    /// A seed's export manifest hash.
+    case exportManifestHash = "seed_export_manifest_hash"
+    /// A seed's stream generation.
+    case streamGeneration = "seed_stream_generation"
+    /// A seed's snapshot boundary (RFC 8785 JSON).
+    case snapshotBoundary = "seed_snapshot_boundary"
+    /// A seed's page limit.
+    case pageLimit = "seed_page_limit"
+
+    /// The keys of a seed's `_synchro_meta` (`spec/seed-format.md` §2.3): exactly these, no others, in the order
+    /// the writer inserts them.
+    public static let seedKeys: [MetaKey] = [
+        .syncLock, .checkpoint, .schemaVersion, .schemaHash, .localSchema, .schemaManifest, .scopeSetVersion,
+        .snapshotComplete, .exportID, .exportManifestHash, .streamGeneration, .snapshotBoundary, .pageLimit,
+    ]
 }
 
 /// Reads and writes of `_synchro_meta` on whichever connection runs the current transaction.
-enum MetaStore {
-    static func value(_ key: MetaKey, on connection: Connection) throws(SQLiteError) -> String? {
+package enum MetaStore {
+    package static func value(_ key: MetaKey, on connection: Connection) throws(SQLiteError) -> String? {
         try connection.cachedStatement("SELECT value FROM _synchro_meta WHERE key = ?")
             .scalar([.text(key.rawValue)])?.textValue
     }
 
-    static func set(_ key: MetaKey, _ value: String, on connection: Connection) throws(SQLiteError) {
+    package static func set(_ key: MetaKey, _ value: String, on connection: Connection) throws(SQLiteError) {
         // A plain UPDATE-or-INSERT pair, so nothing here depends on UPSERT support.
         let update = try connection.cachedStatement("UPDATE _synchro_meta SET value = ? WHERE key = ?")
         try update.run([.text(value), .text(key.rawValue)])
@@ -43,12 +60,12 @@ enum MetaStore {
         }
     }
 
-    static func remove(_ key: MetaKey, on connection: Connection) throws(SQLiteError) {
+    package static func remove(_ key: MetaKey, on connection: Connection) throws(SQLiteError) {
         try connection.cachedStatement("DELETE FROM _synchro_meta WHERE key = ?").run([.text(key.rawValue)])
     }
 
     /// The integer value of `key`, 0 when it is missing or not a plain integer (the upstream reading).
-    static func integer(_ key: MetaKey, on connection: Connection) throws(SQLiteError) -> Int64 {
+    package static func integer(_ key: MetaKey, on connection: Connection) throws(SQLiteError) -> Int64 {
         guard let text = try value(key, on: connection), let number = Int64(text) else {
             return 0
         }

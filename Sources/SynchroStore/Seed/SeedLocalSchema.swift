@@ -1,4 +1,3 @@
-import SynchroClient
 import SynchroProtocol
 
 /// The `local_schema` metadata value of a seed (`spec/seed-format.md` §2.4.1): the LocalSchemaTable array in

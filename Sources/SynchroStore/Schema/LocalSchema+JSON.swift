@@ -6,7 +6,7 @@ import SynchroProtocol
 /// (the seed exporter's spelling, which both SDKs decode), and always an `indexes` array.
 /// Reading: unknown members are ignored and `indexes` defaults to empty, as the Swift decoder does.
 public enum LocalSchemaJSON {
-    static func encode(_ tables: [LocalSchemaTable]) throws(ClientStoreError) -> String {
+    package static func encode(_ tables: [LocalSchemaTable]) throws(ClientStoreError) -> String {
         do {
             return try OrderedJSONWriter.encode(.array(tables.map(json)))
         } catch {
@@ -14,7 +14,7 @@ public enum LocalSchemaJSON {
         }
     }
 
-    static func decode(_ text: String) throws(ClientStoreError) -> [LocalSchemaTable] {
+    package static func decode(_ text: String) throws(ClientStoreError) -> [LocalSchemaTable] {
         let value: JSONValue
         do {
             value = try StrictJSONParser().parse(text)
@@ -36,7 +36,7 @@ public enum LocalSchemaJSON {
     // MARK: - Writing
 
     /// The client's spelling: `composition` null when unknown and always an `indexes` array.
-    static func json(_ table: LocalSchemaTable) -> JSONValue {
+    package static func json(_ table: LocalSchemaTable) -> JSONValue {
         json(table, seedExporterForm: false)
     }
 
@@ -94,7 +94,7 @@ public enum LocalSchemaJSON {
 
     // MARK: - Reading
 
-    struct DecodeFailure: Error {
+    package struct DecodeFailure: Error {
         let reason: String
     }
 

@@ -2,8 +2,8 @@ import SQLiteKit
 
 /// `_synchro_schema_archive`: every schema ever activated, insert-or-ignore (`spec/client-store.md` §4.13).
 /// The capture triggers require a row for the active reference.
-enum SchemaArchive {
-    static func archive(
+package enum SchemaArchive {
+    package static func archive(
         version: Int64, hash: String, tables: [LocalSchemaTable], createdAt: String, on connection: Connection
     ) throws(ClientStoreError) {
         let json = try LocalSchemaJSON.encode(tables)

@@ -3,12 +3,18 @@ import SQLiteKit
 /// Runs the migration sequence the way GRDB's migrator does for the upstream client: the bookkeeping table
 /// `grdb_migrations`, then each missing step in order, each in one `BEGIN IMMEDIATE` transaction that also
 /// records its identifier, with foreign keys off during the step and `PRAGMA foreign_key_check` before commit.
-struct StoreMigrator {
-    let connection: Connection
-    let clock: ClientClock
+package struct StoreMigrator {
+    package let connection: Connection
+    package let clock: ClientClock
+
+    /// A migrator for the database open on `connection`; `clock` stamps the rows the ledger steps write.
+    package init(connection: Connection, clock: ClientClock) {
+        self.connection = connection
+        self.clock = clock
+    }
 
     /// Migrates the file forward and returns the layout it had before.
-    func migrate() throws(ClientStoreError) -> StoreLayout {
+    package func migrate() throws(ClientStoreError) -> StoreLayout {
         let layout = try StoreLayout.read(connection)
         do {
             try connection.execute("CREATE TABLE IF NOT EXISTS grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY)")
@@ -74,6 +80,6 @@ struct StoreMigrator {
 }
 
 /// Column names of `table` in declaration order.
-func columnNames(of table: String, on connection: Connection) throws(SQLiteError) -> [String] {
+package func columnNames(of table: String, on connection: Connection) throws(SQLiteError) -> [String] {
     try connection.columns(of: table).map(\.name)
 }

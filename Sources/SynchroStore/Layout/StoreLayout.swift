@@ -27,7 +27,7 @@ public struct StoreLayout: Sendable, Equatable {
     }
 
     /// Reads the layout of the database open on `connection`; throws for an unknown or newer layout.
-    static func read(_ connection: Connection) throws(ClientStoreError) -> StoreLayout {
+    package static func read(_ connection: Connection) throws(ClientStoreError) -> StoreLayout {
         do {
             let userVersion = try connection.userVersion()
             guard try connection.tableExists("grdb_migrations") else {
@@ -50,7 +50,7 @@ public struct StoreLayout: Sendable, Equatable {
         }
     }
 
-    static func classify(recorded: [String], userVersion: Int32) throws(ClientStoreError) -> StoreLayout {
+    package static func classify(recorded: [String], userVersion: Int32) throws(ClientStoreError) -> StoreLayout {
         let unknown = recorded.filter { StoreMigration(rawValue: $0) == nil }.sorted()
         guard unknown.isEmpty else { throw .newerLayout(unknownMigrations: unknown) }
         let applied = StoreMigration.allCases.filter { recorded.contains($0.rawValue) }

@@ -2,9 +2,9 @@ import SQLiteKit
 
 /// The final layout after all migration steps (`spec/client-store.md` §4), checked after every open so that a
 /// file whose recorded steps do not match its tables fails with a typed error instead of misbehaving later.
-enum StoreLayoutVerifier {
+package enum StoreLayoutVerifier {
     /// Every Synchro table and its columns (order-insensitive: upgraded files differ in physical order).
-    static let tables: [String: [String]] = [
+    package static let tables: [String: [String]] = [
         "grdb_migrations": ["identifier"],
         "_synchro_meta": ["key", "value"],
         "_synchro_scopes": ["scope_id", "cursor", "checksum", "generation", "local_checksum"],
@@ -55,7 +55,7 @@ enum StoreLayoutVerifier {
         ],
     ]
 
-    static func verify(_ connection: Connection) throws(ClientStoreError) {
+    package static func verify(_ connection: Connection) throws(ClientStoreError) {
         do {
             for (table, expected) in tables.sorted(by: { $0.key < $1.key }) {
                 let present = Set(try columnNames(of: table, on: connection))

@@ -9,16 +9,16 @@ import SynchroProtocol
 /// writable column or a soft-delete transition as a delete, and a delete that becomes a soft delete when the
 /// table has a deleted-at column. The text is ours; it uses only built-in SQL functions and no UPSERT, so the
 /// triggers run under any SDK and on old SQLite releases.
-struct CaptureTriggerSQL {
-    let table: LocalSchemaTable
+package struct CaptureTriggerSQL {
+    package let table: LocalSchemaTable
 
     /// Trigger names, unquoted: `_synchro_cdc_{insert,update,delete}_<table>`.
-    static func names(forTable tableName: String) -> [String] {
+    package static func names(forTable tableName: String) -> [String] {
         ["insert", "update", "delete"].map { "_synchro_cdc_\($0)_\(tableName)" }
     }
 
     /// Three `DROP TRIGGER IF EXISTS` statements followed by the three `CREATE TRIGGER` statements.
-    func statements() -> [String] {
+    package func statements() -> [String] {
         let names = Self.names(forTable: table.tableName).map(SQLiteIdentifier.quote)
         return names.map { "DROP TRIGGER IF EXISTS \($0)" } + [insertTrigger(), updateTrigger(), deleteTrigger()]
     }
@@ -139,7 +139,7 @@ struct CaptureTriggerSQL {
     }
 
     /// The value kind, the one populated value column and the storage classes a type accepts (§6).
-    static func valueShape(_ type: PortableType) -> (kind: String, slot: String, storage: String) {
+    package static func valueShape(_ type: PortableType) -> (kind: String, slot: String, storage: String) {
         switch type {
         case .boolean: ("boolean", "value_integer", "('integer')")
         case .int, .int64: ("integer", "value_integer", "('integer')")

@@ -1,6 +1,5 @@
 import Foundation
 import SQLiteKit
-import SynchroClient
 
 /// The capture triggers a seed carries (`spec/seed-format.md` §2.4.2): three per synced table, guarded by
 /// `sync_lock = '0'`, writing the legacy queue `_synchro_pending_changes`, and free of UPSERT syntax so that

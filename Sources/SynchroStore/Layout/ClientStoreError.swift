@@ -188,7 +188,7 @@ public enum LedgerIntegrityFailure: Error, Sendable, Equatable, CustomStringConv
 
 /// Runs `body`, passing store errors through and wrapping SQLite failures, so helpers that mix typed-throwing
 /// SQLite calls with store checks report one error type.
-func mappingStoreErrors<Result>(_ body: () throws -> Result) throws(ClientStoreError) -> Result {
+package func mappingStoreErrors<Result>(_ body: () throws -> Result) throws(ClientStoreError) -> Result {
     do {
         return try body()
     } catch let error as ClientStoreError {

@@ -41,7 +41,7 @@ public struct ClientManifest: Sendable {
     public var reference: SchemaReference { manifest.reference }
 
     /// The RFC 8785 form of the manifest as received: the `schema_manifest` meta value written on activation.
-    var canonicalJSON: String {
+    package var canonicalJSON: String {
         // The manifest validated, so its strings and numbers have canonical forms.
         (try? CanonicalJSON.string(json)) ?? ""
     }

@@ -133,25 +133,25 @@ public struct LocalSchemaIndex: Sendable, Equatable {
 }
 
 /// SQL identifier helpers shared by DDL, triggers and the application SQL policy.
-enum SQLName {
+package enum SQLName {
     /// SQLite folds ASCII letters only when it compares identifiers, as POSIX lowercasing does.
-    static func normalized(_ name: String) -> String {
+    package static func normalized(_ name: String) -> String {
         String(decoding: name.utf8.map { (0x41...0x5A).contains($0) ? $0 + 0x20 : $0 }, as: UTF8.self)
     }
 
     /// A single-quoted SQL string literal with embedded quotes doubled (for identifiers baked into trigger text).
-    static func literal(_ text: String) -> String {
+    package static func literal(_ text: String) -> String {
         "'" + text.replacing("'", with: "''") + "'"
     }
 
     /// Names the application may never create, drop or write directly.
-    static func isReserved(_ name: String) -> Bool {
+    package static func isReserved(_ name: String) -> Bool {
         let key = normalized(name)
         return key.hasPrefix("_synchro_") || key == "grdb_migrations" || key == "_grdb_migrations"
     }
 
     /// SQLite's own catalog tables.
-    static func isCatalog(_ name: String) -> Bool {
+    package static func isCatalog(_ name: String) -> Bool {
         switch normalized(name) {
         case "sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema": true
         default: false
