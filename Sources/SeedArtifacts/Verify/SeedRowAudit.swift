@@ -27,7 +27,8 @@ struct SeedRowAudit {
     /// A table whose rowids span at least this many rows, and at most ``splitMaximumRows``, is read in two halves.
     var splitMinimumRows = 20_000
     /// Above this many rows a table is read in one pass: the upper half's records are copied once into the table's
-    /// arrays, and at a million rows that transient copy (about 30 MB) would raise the install's peak memory.
+    /// arrays, and for the largest tables that transient copy would raise the install's peak memory
+    /// (`docs/performance.md`).
     var splitMaximumRows = 400_000
 
     /// An edge of a scope: the row it names, by table (index into the audit's tables) and position.
