@@ -1,7 +1,6 @@
 import SynchroProtocol
 
 extension CycleRun {
-    /// Pulls pages until a terminal page; returns the scopes it left rebuild-required.
     /// Pulls pages until a terminal page; returns the scopes it left rebuild-required. Ends in `ready` when none
     /// is, and stays in `pulling` otherwise (the rebuild follows directly, §10.3).
     func pull() throws(SyncCycleError) -> [String] {
