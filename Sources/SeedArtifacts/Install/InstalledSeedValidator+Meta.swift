@@ -1,5 +1,5 @@
 import SQLiteKit
-import SynchroClient
+import SynchroStore
 
 // MARK: - Items 3 and 5
 

@@ -1,5 +1,5 @@
 import SQLiteKit
-import SynchroClient
+import SynchroStore
 import SynchroProtocol
 
 // MARK: - Items 12–15 from the publication checks' audit

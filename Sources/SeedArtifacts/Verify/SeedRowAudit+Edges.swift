@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 
 extension SeedRowAudit {
     /// Edges naming a table the manifest does not have, or a scope without a `_synchro_scopes` row.

@@ -1,5 +1,5 @@
 import SQLiteKit
-import SynchroClient
+import SynchroStore
 import SynchroProtocol
 
 extension SeedRowAudit {

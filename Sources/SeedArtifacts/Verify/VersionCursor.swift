@@ -1,4 +1,5 @@
 import SQLiteKit
+import SynchroStore
 
 /// Where the columns of a row version are in a statement's current row.
 struct VersionColumns {

@@ -1,3 +1,4 @@
+import SynchroStore
 import SynchroProtocol
 
 extension CycleRun {

@@ -1,3 +1,4 @@
+import SynchroStore
 import SQLiteKit
 import SynchroProtocol
 

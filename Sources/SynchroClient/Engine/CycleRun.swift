@@ -1,3 +1,4 @@
+import SynchroStore
 import SynchroProtocol
 
 /// The mutable state of one running cycle.
