@@ -50,20 +50,35 @@ let package = Package(
         .target(
             name: "_SeedkitTestSupport", dependencies: ["SynchroServer", "SynchroHTTP", "SynchroProtocol"],
             path: "Tests/_SeedkitTestSupport"),
+        .testTarget(name: "ArchitectureTests"),
         .testTarget(name: "SynchroProtocolTests", dependencies: ["SynchroProtocol", "_SeedkitTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "_SeedkitTestSupport"]),
-        .testTarget(name: "SynchroClientTests", dependencies: ["SynchroClient", "SQLiteKit", "_SeedkitTestSupport"]),
+        .testTarget(
+            name: "SynchroStoreTests", dependencies: ["SynchroStore", "SQLiteKit", "_SeedkitTestSupport"]),
+        .testTarget(
+            name: "SynchroClientTests",
+            dependencies: [
+                "SynchroClient", "SynchroStore", "SynchroProtocol", "SQLiteKit", "SynchroHTTP", "SynchroServer",
+                "_SeedkitTestSupport",
+            ]),
         .testTarget(name: "SynchroHTTPTests", dependencies: ["SynchroHTTP", "SynchroServer", "_SeedkitTestSupport"]),
         .testTarget(
-            name: "SynchroServerTests", dependencies: ["SynchroServer", "SynchroProtocol", "_SeedkitTestSupport"]),
+            name: "SynchroServerTests",
+            dependencies: ["SynchroServer", "SynchroHTTP", "SynchroProtocol", "SQLiteKit", "_SeedkitTestSupport"]),
         .testTarget(
             name: "SeedArtifactsTests",
-            dependencies: ["SeedArtifacts", "SynchroClient", "SQLiteKit", "SynchroProtocol", "_SeedkitTestSupport"]),
+            dependencies: [
+                "SeedArtifacts", "SeedSources", "SynchroClient", "SynchroStore", "SynchroProtocol", "SQLiteKit", "CZstd",
+                "_SeedkitTestSupport",
+            ]),
         .testTarget(
             name: "SeedPipelineTests",
-            dependencies: ["SeedPipeline", "SeedArtifacts", "SynchroClient", "SQLiteKit", "SynchroProtocol", "_SeedkitTestSupport"]),
+            dependencies: [
+                "SeedPipeline", "SeedSources", "SeedArtifacts", "SynchroProtocol", "SQLiteKit", "_SeedkitTestSupport",
+            ]),
         .testTarget(
-            name: "SeedkitCLITests", dependencies: ["SynchroProtocol", "SynchroHTTP", "SQLiteKit", "_SeedkitTestSupport"]),
+            name: "SeedkitCLITests",
+            dependencies: ["SynchroHTTP", "SynchroServer", "SynchroProtocol", "SQLiteKit", "_SeedkitTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
