@@ -17,6 +17,8 @@ let package = Package(
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
+        // A small safe layer over POSIX file operations: the one durable publication, crash points, typed errors.
+        .target(name: "SystemKit"),
         .target(name: "SynchroProtocol", dependencies: ["CCrypto"]),
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
         .target(name: "SynchroHTTP", dependencies: ["CCurl", "SynchroProtocol"]),
@@ -43,6 +45,7 @@ let package = Package(
         .target(
             name: "_SeedkitTestSupport", dependencies: ["SynchroServer", "SynchroHTTP", "SynchroProtocol"],
             path: "Tests/_SeedkitTestSupport"),
+        .testTarget(name: "SystemKitTests", dependencies: ["SystemKit", "_SeedkitTestSupport"]),
         .testTarget(name: "SynchroProtocolTests", dependencies: ["SynchroProtocol", "_SeedkitTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "_SeedkitTestSupport"]),
         .testTarget(name: "SynchroClientTests", dependencies: ["SynchroClient", "SQLiteKit", "_SeedkitTestSupport"]),
