@@ -22,7 +22,7 @@ let package = Package(
         .target(name: "SynchroProtocol", dependencies: ["CCrypto"]),
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
         .target(name: "SynchroHTTP", dependencies: ["CCurl", "SynchroProtocol"]),
-        .target(name: "SynchroClient", dependencies: ["SynchroProtocol", "SQLiteKit"]),
+        .target(name: "SynchroClient", dependencies: ["SynchroProtocol", "SQLiteKit", "SystemKit"]),
         .target(name: "SynchroServer", dependencies: ["SynchroProtocol", "SQLiteKit", "CMicroHTTPD", "CCrypto"]),
         .target(
             name: "SeedArtifacts",
