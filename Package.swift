@@ -26,10 +26,15 @@ let package = Package(
         .target(name: "SynchroServer", dependencies: ["SynchroProtocol", "SQLiteKit", "CMicroHTTPD", "CCrypto"]),
         .target(
             name: "SeedArtifacts",
-            dependencies: ["SynchroProtocol", "SQLiteKit", "SynchroClient", "SynchroHTTP", "CZstd", "CCrypto"]),
+            dependencies: [
+                "SynchroProtocol", "SQLiteKit", "SynchroClient", "SynchroHTTP", "SystemKit", "CZstd", "CCrypto",
+            ]),
         .target(
             name: "SeedPipeline",
-            dependencies: ["SeedArtifacts", "SynchroClient", "SynchroHTTP", "SynchroProtocol", "SQLiteKit", "SynchroServer"]),
+            dependencies: [
+                "SeedArtifacts", "SynchroClient", "SynchroHTTP", "SynchroProtocol", "SQLiteKit", "SynchroServer",
+                "SystemKit",
+            ]),
         .executableTarget(
             name: "seedkit",
             dependencies: [
