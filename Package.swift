@@ -54,7 +54,9 @@ let package = Package(
         .testTarget(name: "SynchroProtocolTests", dependencies: ["SynchroProtocol", "_SeedkitTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "_SeedkitTestSupport"]),
         .testTarget(name: "SynchroClientTests", dependencies: ["SynchroClient", "SQLiteKit", "_SeedkitTestSupport"]),
-        .testTarget(name: "SynchroHTTPTests", dependencies: ["SynchroHTTP", "SynchroServer", "_SeedkitTestSupport"]),
+        .testTarget(
+            name: "SynchroHTTPTests",
+            dependencies: ["SynchroHTTP", "SynchroServer", "SynchroProtocol", "_SeedkitTestSupport"]),
         .testTarget(
             name: "SynchroServerTests", dependencies: ["SynchroServer", "SynchroProtocol", "_SeedkitTestSupport"]),
         .testTarget(
