@@ -39,11 +39,13 @@ let package = Package(
             name: "seedkit",
             dependencies: [
                 "SynchroProtocol", "SynchroServer", "SynchroClient", "SynchroHTTP", "SeedArtifacts", "SeedPipeline",
+                "SQLiteKit",
             ]),
         .executableTarget(
             name: "seedkit-bench",
             dependencies: [
-                "SynchroProtocol", "CCrypto", "SynchroServer", "SynchroHTTP", "SQLiteKit", "SynchroClient", "SeedArtifacts",
+                "SynchroProtocol", "CCrypto", "CSQLite", "SynchroServer", "SynchroHTTP", "SQLiteKit", "SynchroClient",
+                "SeedArtifacts",
             ],
             path: "Benchmarks/seedkit-bench"),
 
@@ -53,20 +55,28 @@ let package = Package(
         .testTarget(name: "SystemKitTests", dependencies: ["SystemKit", "_SeedkitTestSupport"]),
         .testTarget(name: "SynchroProtocolTests", dependencies: ["SynchroProtocol", "_SeedkitTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "_SeedkitTestSupport"]),
-        .testTarget(name: "SynchroClientTests", dependencies: ["SynchroClient", "SQLiteKit", "_SeedkitTestSupport"]),
+        .testTarget(
+            name: "SynchroClientTests",
+            dependencies: [
+                "SynchroClient", "SQLiteKit", "SynchroProtocol", "SynchroHTTP", "SynchroServer", "_SeedkitTestSupport",
+            ]),
         .testTarget(
             name: "SynchroHTTPTests",
             dependencies: ["SynchroHTTP", "SynchroServer", "SynchroProtocol", "_SeedkitTestSupport"]),
         .testTarget(
-            name: "SynchroServerTests", dependencies: ["SynchroServer", "SynchroProtocol", "_SeedkitTestSupport"]),
+            name: "SynchroServerTests",
+            dependencies: ["SynchroServer", "SynchroProtocol", "SynchroHTTP", "SQLiteKit", "_SeedkitTestSupport"]),
         .testTarget(
             name: "SeedArtifactsTests",
-            dependencies: ["SeedArtifacts", "SynchroClient", "SQLiteKit", "SynchroProtocol", "_SeedkitTestSupport"]),
+            dependencies: [
+                "SeedArtifacts", "SynchroClient", "SQLiteKit", "SynchroProtocol", "CZstd", "_SeedkitTestSupport",
+            ]),
         .testTarget(
             name: "SeedPipelineTests",
             dependencies: ["SeedPipeline", "SeedArtifacts", "SynchroClient", "SQLiteKit", "SynchroProtocol", "_SeedkitTestSupport"]),
         .testTarget(
-            name: "SeedkitCLITests", dependencies: ["SynchroProtocol", "SynchroHTTP", "SQLiteKit", "_SeedkitTestSupport"]),
+            name: "SeedkitCLITests",
+            dependencies: ["SynchroProtocol", "SynchroHTTP", "SynchroServer", "SQLiteKit", "_SeedkitTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
