@@ -10,7 +10,7 @@ import Glibc
 /// companions, so an error never leaves a partial file behind. A crash can leave the hidden temporary file, never a
 /// partial destination.
 ///
-/// The content is written through ``write(_:)-([UInt8])``, or by another writer that opens the temporary path itself
+/// The content is written through ``write(_:)``, or by another writer that opens the temporary path itself
 /// (SQLite: see ``handOver()``), or it was already there (``init(adopting:destination:replacing:companions:)``).
 package final class DurableFile {
     /// Where the file is published.

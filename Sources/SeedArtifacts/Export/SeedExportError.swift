@@ -83,7 +83,8 @@ public enum SeedExportError: Error, Sendable, CustomStringConvertible {
         case .token(let scope, let rule): "scope \(scope): \(rule)"
         case .output(let rule, let path): "\(path): \(rule)"
         case .storage(let message): "writing the seed failed: \(message)"
-        case .io(let operation, let path, let code): SystemError(operation: operation, path: path, code: code).description
+        case .io(let operation, let path, let code):
+            SystemError(operation: operation, path: path, code: code).description
         case .verification(let checks): "the written seed failed verification: \(checks.joined(separator: ", "))"
         }
     }

@@ -150,7 +150,8 @@ public enum SeedExporter {
         var rows: Int64 = 0
         do throws(SeedExportError) {
             for scope in scopes {
-                let run = ScopeExport(export: export, scope: scope, schemaHashOctets: manifest.manifest.schemaHashOctets)
+                let run = ScopeExport(
+                    export: export, scope: scope, schemaHashOctets: manifest.manifest.schemaHashOctets)
                 rows += try run.run(source: source, checker: &checker, writer: writer) { count in
                     events(.rows(scope: scope.id, rows: count))
                     CrashPoint.reached("export.page")

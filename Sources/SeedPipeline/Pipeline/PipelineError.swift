@@ -48,7 +48,8 @@ public enum PipelineError: Error, Sendable, CustomStringConvertible {
                 + "whole, so it must be empty or hold only seed.db, seed.db.zst, evidence.json and SHA256SUMS"
         case .source(let error): "the source failed: \(error)"
         case .embeddedServer(let message): "the embedded reference server failed: \(message)"
-        case .io(let operation, let path, let code): SystemError(operation: operation, path: path, code: code).description
+        case .io(let operation, let path, let code):
+            SystemError(operation: operation, path: path, code: code).description
         }
     }
 
