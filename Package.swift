@@ -17,27 +17,29 @@ let package = Package(
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
+        // A small safe layer over POSIX file operations: the one durable publication, crash points, typed errors.
+        .target(name: "SystemKit"),
         .target(name: "SynchroProtocol", dependencies: ["CCrypto"]),
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
         .target(name: "SynchroHTTP", dependencies: ["CCurl", "SynchroProtocol"]),
         .target(name: "SynchroStore", dependencies: ["SynchroProtocol", "SQLiteKit"]),
-        .target(name: "SynchroClient", dependencies: ["SynchroProtocol", "SQLiteKit", "SynchroStore"]),
+        .target(name: "SynchroClient", dependencies: ["SynchroProtocol", "SQLiteKit", "SynchroStore", "SystemKit"]),
         .target(name: "SynchroServer", dependencies: ["SynchroProtocol", "SQLiteKit", "CMicroHTTPD", "CCrypto"]),
         .target(
             name: "SeedArtifacts",
-            dependencies: ["SynchroProtocol", "SQLiteKit", "SynchroStore", "CZstd", "CCrypto"]),
+            dependencies: ["SynchroProtocol", "SQLiteKit", "SynchroStore", "SystemKit", "CZstd", "CCrypto"]),
         .target(name: "SeedSources", dependencies: ["SeedArtifacts", "SynchroHTTP", "SynchroProtocol"]),
         .target(
             name: "SeedPipeline",
             dependencies: [
                 "SeedArtifacts", "SeedSources", "SynchroClient", "SynchroHTTP", "SynchroProtocol", "SQLiteKit",
-                "SynchroServer",
+                "SynchroServer", "SystemKit",
             ]),
         .executableTarget(
             name: "seedkit",
             dependencies: [
                 "SynchroProtocol", "SynchroServer", "SynchroClient", "SynchroHTTP", "SeedArtifacts", "SeedSources",
-                "SeedPipeline", "SQLiteKit", "SynchroStore",
+                "SeedPipeline", "SQLiteKit", "SynchroStore", "SystemKit",
             ]),
         .executableTarget(
             name: "seedkit-bench",
@@ -51,6 +53,7 @@ let package = Package(
             name: "_SeedkitTestSupport", dependencies: ["SynchroServer", "SynchroHTTP", "SynchroProtocol"],
             path: "Tests/_SeedkitTestSupport"),
         .testTarget(name: "ArchitectureTests"),
+        .testTarget(name: "SystemKitTests", dependencies: ["SystemKit", "_SeedkitTestSupport"]),
         .testTarget(name: "SynchroProtocolTests", dependencies: ["SynchroProtocol", "_SeedkitTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "_SeedkitTestSupport"]),
         .testTarget(
@@ -61,7 +64,9 @@ let package = Package(
                 "SynchroClient", "SynchroStore", "SynchroProtocol", "SQLiteKit", "SynchroHTTP", "SynchroServer",
                 "_SeedkitTestSupport",
             ]),
-        .testTarget(name: "SynchroHTTPTests", dependencies: ["SynchroHTTP", "SynchroServer", "_SeedkitTestSupport"]),
+        .testTarget(
+            name: "SynchroHTTPTests",
+            dependencies: ["SynchroHTTP", "SynchroServer", "SynchroProtocol", "_SeedkitTestSupport"]),
         .testTarget(
             name: "SynchroServerTests",
             dependencies: ["SynchroServer", "SynchroHTTP", "SynchroProtocol", "SQLiteKit", "_SeedkitTestSupport"]),

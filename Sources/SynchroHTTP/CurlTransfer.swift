@@ -1,5 +1,6 @@
 import CCurl
 import Synchronization
+import SynchroProtocol
 
 /// A cancellation signal that libcurl's progress callback reads on the transferring thread.
 final class CancellationFlag: Sendable {
@@ -18,7 +19,7 @@ final class CurlTransfer {
     private let limit: Int
     private let cancellations: [CancellationFlag]
     private(set) var status = 0
-    private(set) var headers: [TransportHeader] = []
+    private(set) var headers: [HTTPHeader] = []
     private(set) var body: [UInt8] = []
     private(set) var exceededLimit = false
 
@@ -42,7 +43,7 @@ final class CurlTransfer {
             headers[headers.count - 1].value += " " + trimmed(line)
         } else if let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex {
             let name = String(decoding: line[..<colon], as: UTF8.self)
-            headers.append(TransportHeader(name: name, value: trimmed(line[(colon + 1)...])))
+            headers.append(HTTPHeader(name: name, value: trimmed(line[(colon + 1)...])))
         }
     }
 
@@ -60,7 +61,7 @@ final class CurlTransfer {
     func outcome(of code: CURLcode) throws(TransportError) -> TransportResponse {
         guard code == CURLE_OK else { throw error(for: code) }
         guard (100...999).contains(status) else { throw .other(code: Int32(CURLE_WEIRD_SERVER_REPLY.rawValue)) }
-        return TransportResponse(status: status, headers: TransportHeaders(headers), body: body)
+        return TransportResponse(status: status, headers: HTTPHeaders(headers), body: body)
     }
 
     private func error(for code: CURLcode) -> TransportError {

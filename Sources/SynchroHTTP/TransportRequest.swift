@@ -1,3 +1,5 @@
+import SynchroProtocol
+
 /// One request to send: method, path below the transport's base URL, header fields and the exact body
 /// octets (never re-encoded, so a sealed push is resent byte for byte, wire-protocol §4.9).
 ///
@@ -15,12 +17,12 @@ public struct TransportRequest: Sendable, Hashable {
     public var path: String
     /// Header fields sent in this order, duplicates included. The transport adds `Host`,
     /// `Content-Length` and `Accept-Encoding` itself and never adds a `Content-Type`.
-    public var headers: TransportHeaders
+    public var headers: HTTPHeaders
     /// The body octets; sent for POST only.
     public var body: [UInt8]
 
     /// A request with the given parts.
-    public init(method: Method, path: String, headers: TransportHeaders = [], body: [UInt8] = []) {
+    public init(method: Method, path: String, headers: HTTPHeaders = [], body: [UInt8] = []) {
         self.method = method
         self.path = path
         self.headers = headers

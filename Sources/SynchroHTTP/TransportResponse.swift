@@ -1,4 +1,5 @@
 import Foundation
+import SynchroProtocol
 
 /// A complete response: status, header fields of the final response in wire order (duplicates kept)
 /// and the body octets after content decoding.
@@ -6,12 +7,12 @@ public struct TransportResponse: Sendable, Hashable {
     /// The HTTP status code.
     public var status: Int
     /// Header fields of the final response (interim `100 Continue` fields are dropped).
-    public var headers: TransportHeaders
+    public var headers: HTTPHeaders
     /// The body, gzip/deflate already decoded.
     public var body: [UInt8]
 
     /// A response with the given parts.
-    public init(status: Int, headers: TransportHeaders = [], body: [UInt8] = []) {
+    public init(status: Int, headers: HTTPHeaders = [], body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body

@@ -17,7 +17,7 @@ struct StagingInMemoryTests {
         try SeedStaging.stage(
             seed: seed, target: .memory(name: "/seedkit-test-\(UUID().uuidString)", fallback: fallback),
             collector: memory)
-        let fellBack = SeedStaging.exists(fallback)
+        let fellBack = FileManager.default.fileExists(atPath: fallback)
         try SeedStaging.removeFamily(fallback)
         let file = FindingCollector(limit: 20)
         let staged = directory.path(".verify.db.seed-file")

@@ -62,7 +62,7 @@ import _SeedkitTestSupport
 }
 
 @Suite(.serialized) struct ExportCrashTests {
-    /// `export.published` is the exporter publishing the verified seed under its hidden staged name.
+    /// `export.published` is the verified seed made durable under its hidden temporary name, before any publication.
     @Test(arguments: ["export.page:1", "export.page:3", "export.committed", "export.finalized", "export.verified",
                       "export.published"])
     func aKillBeforePublicationLeavesNoOutput(point: String) throws {

@@ -11,10 +11,11 @@ import _SeedkitTestSupport
 /// under a published name. The next run then completes. Trial counts and seed as for the sync harness.
 @Suite("Harness: randomized process death of export, install and pipeline", .serialized)
 struct HarnessArtifactCrashTests {
-    /// The exporter's boundaries (`export.published`: the verified seed under the command's staged name).
+    /// The exporter's boundaries up to the seed's durability (`export.published`: the verified seed durable under its
+    /// hidden temporary name).
     static let exporterPoints = ["export.page", "export.committed", "export.finalized", "export.verified",
                                  "export.published"]
-    /// `seedkit export` adds the publication of the evidence, then of the seed.
+    /// With evidence (`seedkit export`), the publication of the evidence, then of the seed.
     static let exportPoints = exporterPoints + ["export.evidence_published", "export.seed_published"]
 
     @Test("a killed export leaves no published file, or a complete one, and the next export publishes")

@@ -35,7 +35,7 @@ final class HarnessServer {
     func operatorRequest(_ method: TransportRequest.Method, _ path: String, body: [UInt8] = []) throws -> (
         status: Int, json: JSONValue
     ) {
-        var headers = TransportHeaders()
+        var headers = HTTPHeaders()
         headers.append(name: "Authorization", value: "Bearer \(RunningServer.operatorToken)")
         headers.append(name: "Content-Type", value: "application/json")
         let response = try transport.send(TransportRequest(method: method, path: path, headers: headers, body: body))

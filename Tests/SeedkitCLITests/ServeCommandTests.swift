@@ -42,7 +42,7 @@ struct ServeCommandTests {
             "schema":{"version":0,"hash":""},"scope_set_version":0,"known_scopes":{}}
             """.utf8)
         for (secret, status) in [("alice-secret", 200), ("bob-secret", 200), ("nobody", 401)] {
-            var headers = TransportHeaders()
+            var headers = HTTPHeaders()
             headers.append(name: "Authorization", value: "Bearer \(secret)")
             headers.append(name: "Content-Type", value: "application/json")
             let reply = try transport.send(TransportRequest(

@@ -376,7 +376,7 @@ struct VerbosityTests {
             let line = ServeCommandTests.firstLine(of: output)
             #expect(line.hasPrefix("listening on http://127.0.0.1:"), "\(line)")
             let transport = try CurlTransport(configuration: .init(baseURL: String(line.dropFirst(13))))
-            var headers = TransportHeaders()
+            var headers = HTTPHeaders()
             headers.append(name: "Authorization", value: "Bearer not-the-secret-93")
             headers.append(name: "Content-Type", value: "application/json")
             let reply = try transport.send(TransportRequest(

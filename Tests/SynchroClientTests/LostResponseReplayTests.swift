@@ -75,7 +75,7 @@ final class CurlSyncTransport: SyncTransport, Sendable {
 
     func post(path: String, body: [UInt8]) throws -> SyncReply {
         state.withLock { $0.sent.append((path, body)) }
-        var headers = TransportHeaders()
+        var headers = HTTPHeaders()
         headers.append(name: "Authorization", value: "Bearer secret-alice")
         headers.append(name: "Content-Type", value: "application/json")
         do {

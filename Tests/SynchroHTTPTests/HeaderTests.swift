@@ -1,4 +1,5 @@
 import SynchroHTTP
+import SynchroProtocol
 import SynchroServer
 import Testing
 
@@ -18,7 +19,7 @@ private func receivedLines(_ response: TransportResponse) -> [String] {
 struct HeaderTests {
     @Test("repeated request fields reach the handler separately and in order")
     func repeatedRequestFields() throws {
-        let sent: TransportHeaders = [
+        let sent: HTTPHeaders = [
             ("Authorization", "Bearer first"), ("X-Sequence", "1"), ("Authorization", "Bearer second"),
             ("Content-Type", "application/json"), ("Content-Type", "text/plain"), ("X-Sequence", "2"),
         ]
@@ -80,7 +81,7 @@ struct HeaderTests {
     @Test("an empty header value is sent as an empty field, not dropped")
     func emptyHeaderValue() throws {
         try withLoopbackServer(handler: HeaderListHandler()) { _, transport in
-            let headers: TransportHeaders = [("Content-Type", "application/json"), ("X-Empty", "")]
+            let headers: HTTPHeaders = [("Content-Type", "application/json"), ("X-Empty", "")]
             let lines = receivedLines(try transport.send(.post("/sync/push", [], headers: headers)))
             #expect(lines.contains("X-Empty: "))
         }
@@ -94,7 +95,7 @@ struct HeaderTests {
             return HTTPResponse(status: 200)
         }
         try withLoopbackServer(handler: handler) { _, transport in
-            let injected: [TransportHeaders] = [
+            let injected: [HTTPHeaders] = [
                 [("X-Value", "a\r\nAuthorization: Bearer x")], [("X Name", "v")], [("", "v")], [("X-Nul", "a\u{0}b")],
             ]
             for headers in injected {

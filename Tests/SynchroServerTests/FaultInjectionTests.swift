@@ -69,7 +69,7 @@ struct FaultInjectionTests {
         let port = try server.start(host: "127.0.0.1", port: 0)
         defer { server.stop() }
         let client = try CurlTransport(configuration: .init(baseURL: "http://127.0.0.1:\(port)"))
-        var headers = TransportHeaders()
+        var headers = HTTPHeaders()
         headers.append(name: "Authorization", value: "Bearer secret-alice")
         headers.append(name: "Content-Type", value: "application/json")
         let connect = TransportRequest(

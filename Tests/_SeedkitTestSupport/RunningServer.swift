@@ -63,7 +63,7 @@ public final class RunningServer: @unchecked Sendable {
     public func send(
         _ method: String = "POST", _ path: String, body: [UInt8], headers: [(String, String)]
     ) throws -> Reply {
-        var transportHeaders = TransportHeaders()
+        var transportHeaders = HTTPHeaders()
         for (name, value) in headers { transportHeaders.append(name: name, value: value) }
         let request = TransportRequest(
             method: TransportRequest.Method(rawValue: method) ?? .post, path: path, headers: transportHeaders, body: body)

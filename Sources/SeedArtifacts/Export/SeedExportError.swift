@@ -1,5 +1,6 @@
 import SQLiteKit
 import SynchroProtocol
+import SystemKit
 
 /// Why an export stopped. Every case names the rule and where it broke (scope, page ordinal, table) and
 /// never a credential, token, receipt or row value. Nothing is published after any of them.
@@ -82,7 +83,8 @@ public enum SeedExportError: Error, Sendable, CustomStringConvertible {
         case .token(let scope, let rule): "scope \(scope): \(rule)"
         case .output(let rule, let path): "\(path): \(rule)"
         case .storage(let message): "writing the seed failed: \(message)"
-        case .io(let operation, let path, let code): "\(operation) \(path) failed (errno \(code))"
+        case .io(let operation, let path, let code):
+            SystemError(operation: operation, path: path, code: code).description
         case .verification(let checks): "the written seed failed verification: \(checks.joined(separator: ", "))"
         }
     }

@@ -1,3 +1,5 @@
+import SystemKit
+
 /// Why ``SeedInstaller`` installed nothing. Whatever the case, the destination is untouched and no temporary file
 /// is left behind (except with ``cleanupFailed``, which names it).
 public indirect enum SeedInstallError: Error, Sendable, CustomStringConvertible {
@@ -35,9 +37,10 @@ public indirect enum SeedInstallError: Error, Sendable, CustomStringConvertible 
         case .destinationExists(let path): "\(path) already exists; an existing database is never overwritten"
         case .unusableSeed(let error): "the seed is unusable: \(error)"
         case .invalidSeed(let report): "the seed failed \(report.findings.count) checks"
-        case .io(let operation, let path, let errno): "\(operation) \(path) failed (errno \(errno))"
+        case .io(let operation, let path, let errno):
+            SystemError(operation: operation, path: path, code: errno).description
         case .cleanupFailed(let path, let errno, let cause):
-            "\(cause); the temporary file \(path) could not be removed either (errno \(errno))"
+            "\(cause); the temporary file \(path) could not be removed either: \(SystemError.reason(for: errno))"
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import SynchroStore
+import SystemKit
 
 /// How ``SeedInstaller`` works.
 public struct SeedInstallOptions: Sendable {
@@ -69,7 +70,7 @@ public enum SeedInstaller {
             }
             guard run.report.ok else { throw .invalidSeed(run.report) }
             CrashPoint.reached("install.validated")
-            try publish(staged, to: destination, directory: directory)
+            try publish(staged, to: destination)
             CrashPoint.reached("install.published")
             return SeedInstallReport(destination: destination, verification: run.report)
         } catch {
@@ -85,30 +86,23 @@ public enum SeedInstaller {
     /// A database, or a sidecar a database would pick up, already at the destination.
     private static func refuseExisting(_ destination: String) throws(SeedInstallError) {
         let family = [destination] + SeedStaging.sidecarSuffixes.map { destination + $0 }
-        for path in family where SeedStaging.exists(path) {
+        for path in family where FileSystem.exists(path) {
             throw .destinationExists(path: path)
         }
     }
 
-    /// §7.1 step 4: re-check the destination, then hard-link the staged file into place (atomic, and refused by
-    /// the file system if a database appeared meanwhile) and remove the temporary name.
-    private static func publish(_ staged: String, to destination: String, directory: String) throws(SeedInstallError) {
+    /// §7.1 step 4: re-check the destination, then hard-link the staged file into place (``DurableFile``: synced
+    /// first; atomic, and refused by the file system if a database appeared meanwhile) and remove the temporary name.
+    /// Once the database is in place, a temporary name that survives (a second link to it) changes nothing.
+    private static func publish(_ staged: String, to destination: String) throws(SeedInstallError) {
         try refuseExisting(destination)
-        try sync(staged)
-        guard link(staged, destination) == 0 else {
-            let code = errno
-            if code == EEXIST { throw .destinationExists(path: destination) }
-            throw .io(operation: "link", path: destination, errno: code)
+        let file = DurableFile(
+            adopting: staged, destination: destination, replacing: false, companions: SeedStaging.sidecarSuffixes)
+        do {
+            try file.publish()
+        } catch {
+            if error.isAlreadyExists { throw .destinationExists(path: destination) }
+            throw .io(operation: error.operation, path: error.path, errno: error.code)
         }
-        // The database is in place: a temporary name that survives (a second link to it) changes nothing.
-        unlink(staged)
-        try? sync(directory)
-    }
-
-    private static func sync(_ path: String) throws(SeedInstallError) {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw .io(operation: "open", path: path, errno: errno) }
-        defer { close(descriptor) }
-        guard fsync(descriptor) == 0 else { throw .io(operation: "fsync", path: path, errno: errno) }
     }
 }

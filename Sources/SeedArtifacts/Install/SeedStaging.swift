@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import SQLiteKit
 import SynchroStore
+import SystemKit
 
 /// The device installer's procedure up to publication (`spec/seed-format.md` §7.1 steps 1–3): copy the seed to a
 /// temporary name, open it with the full client store (which runs the remaining migrations), close it, delete the
@@ -197,16 +198,11 @@ enum SeedStaging {
 
     /// Removes `path` and its sidecars; throws for the first removal that failed for another reason than absence.
     static func removeFamily(_ path: String) throws(IOFailure) {
-        var failure: IOFailure?
-        for name in [path] + sidecarSuffixes.map({ path + $0 }) where unlink(name) != 0 && errno != ENOENT {
-            failure = failure ?? IOFailure(operation: "unlink", path: name, errno: errno)
+        do {
+            try FileSystem.removeFamily(path, suffixes: sidecarSuffixes)
+        } catch {
+            throw IOFailure(operation: "unlink", path: error.path, errno: error.code)
         }
-        if let failure { throw failure }
-    }
-
-    static func exists(_ path: String) -> Bool {
-        var info = stat()
-        return lstat(path, &info) == 0
     }
 }
 

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemKit
 
 /// Why a pack or unpack was refused; one case per rule, named by ``rule``.
 ///
@@ -120,14 +116,16 @@ public enum PackError: Error, Sendable, Equatable, CustomStringConvertible {
         case .compressionFailed(let name):
             "compression failed (\(name))"
         case .io(let operation, let path, let code):
-            "cannot \(operation) \(path): \(Self.errnoText(code))"
+            SystemError(operation: operation, path: path, code: code).description
         }
     }
 
     public var description: String { "\(rule): \(message)" }
 
-    private static func errnoText(_ code: Int32) -> String {
-        guard let text = strerror(code) else { return "errno \(code)" }
-        return String(cString: text)
+    /// A failed file operation of the output: an existing destination is ``outputExists(path:)``, anything else
+    /// ``io(operation:path:errno:)``.
+    init(_ error: SystemError) {
+        self = error.isAlreadyExists ? .outputExists(path: error.path) : .io(
+            operation: error.operation, path: error.path, errno: error.code)
     }
 }

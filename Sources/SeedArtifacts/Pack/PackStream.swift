@@ -1,4 +1,5 @@
 import CZstd
+import SystemKit
 
 /// One pass from an input file through libzstd into an atomic output, with fixed-size buffers: the
 /// memory used does not depend on the file size. Both sides are counted and hashed as they stream.
@@ -8,12 +9,12 @@ struct PackStream: ~Copyable {
     static let uncompressedChunkSize = 1 << 20
 
     let source: PackInputFile
-    let destination: PackOutputFile
+    let destination: DurableFile
     let limit: Int64
     var input = PackTally()
     var output = PackTally()
 
-    init(source: PackInputFile, destination: PackOutputFile, limit: Int64) {
+    init(source: PackInputFile, destination: DurableFile, limit: Int64) {
         self.source = source
         self.destination = destination
         self.limit = limit
@@ -83,7 +84,11 @@ struct PackStream: ~Copyable {
         guard !bytes.isEmpty else { return }
         guard Int64(bytes.count) <= limit - output.bytes else { throw .outputLimitExceeded(limit: limit) }
         output.add(bytes)
-        try destination.write(bytes)
+        do {
+            try destination.write(bytes)
+        } catch {
+            throw PackError(error)
+        }
     }
 }
 

@@ -1,3 +1,5 @@
+import SystemKit
+
 /// Streaming zstd packing of seed databases (`seed.db` ⇄ `seed.db.zst`), with bounded memory whatever
 /// the file size.
 ///
@@ -28,12 +30,12 @@ public enum SeedPacker {
         let source = try PackInputFile(path: input)
         let size = source.size
         let compressor = try ZstdCompressor(level: options.level, workers: options.workers, pledgedSize: size)
-        let destination = try PackOutputFile(destination: output, overwrite: options.overwrite)
+        let destination = try outputFile(output, overwrite: options.overwrite)
         do throws(PackError) {
             var stream = PackStream(source: source, destination: destination, limit: options.maximumOutputBytes)
             var meter = PackProgressMeter(options.progress, total: size)
             try stream.compress(with: compressor, expectedSize: size, meter: &meter)
-            try destination.publish()
+            try publish(destination)
             meter.finish(at: stream.input.bytes)
             return PackReport(
                 uncompressedBytes: stream.input.bytes, compressedBytes: stream.output.bytes,
@@ -59,12 +61,12 @@ public enum SeedPacker {
         let source = try PackInputFile(path: input)
         let decompressor = try ZstdDecompressor()
         let prelude = try UnpackPrelude(source: source, limit: options.maximumOutputBytes)
-        let destination = try PackOutputFile(destination: output, overwrite: options.overwrite)
+        let destination = try outputFile(output, overwrite: options.overwrite)
         do throws(PackError) {
             var stream = PackStream(source: source, destination: destination, limit: options.maximumOutputBytes)
             var meter = PackProgressMeter(options.progress, total: source.size)
             try stream.decompress(with: decompressor, prelude: prelude, meter: &meter)
-            try destination.publish()
+            try publish(destination)
             meter.finish(at: stream.input.bytes)
             return PackReport(
                 uncompressedBytes: stream.output.bytes, compressedBytes: stream.input.bytes,
@@ -75,10 +77,27 @@ public enum SeedPacker {
         }
     }
 
+    /// A hidden temporary file beside `output` (``DurableFile``): published only once complete and synced.
+    private static func outputFile(_ output: String, overwrite: Bool) throws(PackError) -> DurableFile {
+        do {
+            return try DurableFile(destination: output, replacing: overwrite)
+        } catch {
+            throw PackError(error)
+        }
+    }
+
+    private static func publish(_ file: DurableFile) throws(PackError) {
+        do {
+            try file.publish()
+        } catch {
+            throw PackError(error)
+        }
+    }
+
     /// A seed travels without sidecars (`spec/seed-format.md`): one beside the packed database would
     /// mean its bytes are not the whole database, one beside the unpacked database would be applied to it.
     private static func refuseSidecars(of database: String) throws(PackError) {
-        for suffix in ["-wal", "-shm", "-journal"] where PackOutputFile.exists(database + suffix) {
+        for suffix in ["-wal", "-shm", "-journal"] where FileSystem.exists(database + suffix) {
             throw .sidecarPresent(path: database + suffix)
         }
     }

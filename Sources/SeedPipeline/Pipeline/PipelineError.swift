@@ -1,5 +1,6 @@
 import SeedArtifacts
 import SynchroServer
+import SystemKit
 
 /// Why a pipeline run stopped before its first step (a failing step is a ``PipelineReport``, not an error).
 /// Descriptions name paths, scopes and rules, never a credential.
@@ -47,7 +48,17 @@ public enum PipelineError: Error, Sendable, CustomStringConvertible {
                 + "whole, so it must be empty or hold only seed.db, seed.db.zst, evidence.json and SHA256SUMS"
         case .source(let error): "the source failed: \(error)"
         case .embeddedServer(let message): "the embedded reference server failed: \(message)"
-        case .io(let operation, let path, let code): "\(operation) \(path) failed (errno \(code))"
+        case .io(let operation, let path, let code):
+            SystemError(operation: operation, path: path, code: code).description
+        }
+    }
+
+    /// Runs a file operation of the run, its failure as ``io(operation:path:errno:)``.
+    static func io<T>(_ operation: () throws(SystemError) -> T) throws(PipelineError) -> T {
+        do {
+            return try operation()
+        } catch {
+            throw .io(operation: error.operation, path: error.path, errno: error.code)
         }
     }
 }

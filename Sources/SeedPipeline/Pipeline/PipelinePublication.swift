@@ -1,11 +1,12 @@
 import Foundation
 import SeedArtifacts
 import SynchroProtocol
+import SystemKit
 
 /// The publish directory of a pipeline (docs/pipelines.md, "Publication"): it holds exactly one publication —
 /// `seed.db`, `seed.db.zst` when packed, `evidence.json` and `SHA256SUMS` — and is replaced as a whole. A new
-/// publication is assembled in a directory beside it and swapped in with one `renameat2(RENAME_EXCHANGE)`, so
-/// readers see either the previous publication or the new one, complete.
+/// publication is assembled in a directory beside it and swapped in with one `renameat2(RENAME_EXCHANGE)`
+/// (``DurableDirectory``), so readers see either the previous publication or the new one, complete.
 struct PipelinePublication {
     static let seedName = "seed.db"
     static let packedName = "seed.db.zst"
@@ -24,11 +25,12 @@ struct PipelinePublication {
     /// Refuses a publish directory that is not a directory or that holds anything besides a publication's files:
     /// the swap would otherwise discard them.
     func checkReplaceable() throws(PipelineError) {
-        guard FileOperations.exists(directory) else { return }
-        guard FileOperations.isDirectory(directory) else {
+        guard FileSystem.exists(directory) else { return }
+        guard FileSystem.isDirectory(directory) else {
             throw .publishDirectoryNotPublication(path: directory, entry: "(it is not a directory)")
         }
-        for entry in try FileOperations.entries(directory) where !Self.names.contains(entry) {
+        for entry in try PipelineError.io({ () throws(SystemError) in try FileSystem.entries(directory) })
+        where !Self.names.contains(entry) {
             throw .publishDirectoryNotPublication(path: directory, entry: entry)
         }
     }
@@ -36,81 +38,55 @@ struct PipelinePublication {
     /// The publication in place, when it is complete and intact: `SHA256SUMS` lists exactly `expected` files
     /// besides itself and each one's bytes still hash to it, and `evidence.json` parses.
     func current(expected: [String]) -> (evidence: JSONValue, seed: PublishedSeed)? {
-        guard let sumsBytes = FileOperations.read(path(Self.sumsName)),
+        guard let sumsBytes = FileSystem.read(path(Self.sumsName)),
               let sums = SHA256Sums(text: String(decoding: sumsBytes, as: UTF8.self)),
               Set(sums.digests.keys) == Set(expected)
         else { return nil }
         for (name, digest) in sums.digests {
             guard let actual = try? FileDigest.sha256(path: path(name)), actual.hex == digest else { return nil }
         }
-        guard let bytes = FileOperations.read(path(Self.evidenceName)),
+        guard let bytes = FileSystem.read(path(Self.evidenceName)),
               let evidence = try? StrictJSONParser().parse(bytes),
               let seed = PublishedSeed(evidence: evidence, directory: directory)
         else { return nil }
         return (evidence, seed)
     }
 
-    /// Assembles the publication in `staging` (a new directory inside the run's scratch directory): moves the
-    /// seed (and its frame) there, writes `evidence.json` from `evidence` with both artifacts' SHA-256, and
-    /// `SHA256SUMS`; every file and the directory are flushed before returning.
-    func assemble(
+    /// Assembles the publication in `staging` (a new directory inside the run's scratch directory, on the publish
+    /// directory's file system) and puts it in place of the publish directory: moves the seed (and its frame) there,
+    /// writes `evidence.json` from `evidence` with both artifacts' SHA-256, and `SHA256SUMS`, every file flushed;
+    /// then the directories are exchanged (or `staging` renamed into place when there is no publication yet). The
+    /// previous publication ends up at `staging` and is removed.
+    func publish(
         in staging: String, seed: String, packed: String?, evidence: (_ artifacts: [SeedEvidence.Artifact]) -> JSONValue
     ) throws(PipelineError) -> PublishedSeed {
-        try FileOperations.makeDirectory(staging)
+        let assembly = try PipelineError.io { () throws(SystemError) in
+            try DurableDirectory(destination: directory, staging: staging)
+        }
         var artifacts: [SeedEvidence.Artifact] = []
         for (from, name) in [(seed, Self.seedName)] + (packed.map { [($0, Self.packedName)] } ?? []) {
-            let target = URL(fileURLWithPath: staging).appendingPathComponent(name).path
-            try FileOperations.rename(from, to: target)
-            try FileOperations.sync(target)
-            artifacts.append(try artifact(at: target))
+            try PipelineError.io { () throws(SystemError) in try assembly.adopt(from, as: name) }
+            artifacts.append(try artifact(at: assembly.stagedPath(name)))
         }
         let evidenceJSON = evidence(artifacts)
-        let evidencePath = URL(fileURLWithPath: staging).appendingPathComponent(Self.evidenceName).path
+        let evidencePath = assembly.stagedPath(Self.evidenceName)
         let evidenceBytes: [UInt8]
         do {
             evidenceBytes = try CanonicalJSON.encode(evidenceJSON) + [0x0A]
         } catch {
             throw .io(operation: "encode evidence for", path: evidencePath, errno: EINVAL)
         }
-        try FileOperations.writeDurably(evidenceBytes, to: evidencePath)
         var digests = Dictionary(uniqueKeysWithValues: artifacts.map { ($0.name, $0.sha256) })
         digests[Self.evidenceName] = Hex.encode(SHA256.hash(evidenceBytes))
-        try FileOperations.writeDurably(
-            Array(SHA256Sums(digests: digests).text.utf8),
-            to: URL(fileURLWithPath: staging).appendingPathComponent(Self.sumsName).path)
-        try FileOperations.sync(staging)
         guard let published = PublishedSeed(evidence: evidenceJSON, directory: directory) else {
             throw .io(operation: "read back evidence of", path: evidencePath, errno: EINVAL)
         }
+        try PipelineError.io { () throws(SystemError) in
+            try assembly.write(evidenceBytes, as: Self.evidenceName)
+            try assembly.write(Array(SHA256Sums(digests: digests).text.utf8), as: Self.sumsName)
+            try assembly.publish()
+        }
         return published
-    }
-
-    /// Puts the assembled publication at `staging` in place of the publish directory. With an existing publication
-    /// the two directories are exchanged atomically and the previous publication ends up at `staging` (the
-    /// caller removes it with the scratch directory); without one, `staging` is renamed into place.
-    func swapIn(_ staging: String) throws(PipelineError) {
-        if FileOperations.exists(directory) {
-            if try !FileOperations.exchange(staging, directory) {
-                try swapByTwoRenames(staging)
-            }
-        } else {
-            try FileOperations.rename(staging, to: directory)
-        }
-        try FileOperations.sync(parent)
-    }
-
-    /// Where `renameat2` is unavailable: the previous publication is moved aside, then the new one into place
-    /// (and the previous one back if that fails). Between the two renames the directory is briefly absent.
-    private func swapByTwoRenames(_ staging: String) throws(PipelineError) {
-        let aside = staging + ".previous"
-        try FileOperations.rename(directory, to: aside)
-        do {
-            try FileOperations.rename(staging, to: directory)
-        } catch {
-            try? FileOperations.rename(aside, to: directory)
-            throw error
-        }
-        try FileOperations.rename(aside, to: staging)
     }
 
     func path(_ name: String) -> String {

@@ -3,6 +3,7 @@ import SeedArtifacts
 import Synchronization
 import SynchroClient
 import SynchroProtocol
+import SystemKit
 
 extension PipelineRun {
     /// Exports one snapshot into `seed.db`; every page is checked as it streams (`spec/seed-format.md` §5).
@@ -18,7 +19,7 @@ extension PipelineRun {
                 switch event {
                 case .started(let scopes): total = scopes.reduce(0) { $0 + $1.cardinality }
                 case .rows(_, let rows): done += rows
-                case .verifying: return
+                case .verifying, .evidencePublished, .published: return
                 }
                 events(.progress(.export, PipelineProgress(unit: .rows, done: done, total: total)))
             }
@@ -34,7 +35,7 @@ extension PipelineRun {
     mutating func runVerify() -> StepOutcome {
         let temporary = path("verify")
         do {
-            try FileOperations.makeDirectory(temporary)
+            try PipelineError.io { () throws(SystemError) in try FileSystem.makeDirectory(temporary) }
             let report = try SeedVerifier.verify(
                 path: seedPath,
                 options: SeedVerificationOptions(
@@ -47,7 +48,7 @@ extension PipelineRun {
                     message: "\(report.findings.count) findings: \(checks.joined(separator: ", "))",
                     findings: report.findings)
             }
-            return .passed(rows: Int64(report.rows), bytes: FileOperations.size(seedPath))
+            return .passed(rows: Int64(report.rows), bytes: FileSystem.size(of: seedPath))
         } catch let error as PipelineError {
             return .failed(rule: error.rule, message: error.description)
         } catch let error as SeedInputError {
@@ -76,14 +77,14 @@ extension PipelineRun {
     /// Installs `seed.db.zst` into `device/app.db` exactly as a device does (`spec/seed-format.md` §7.1).
     mutating func runInstall() -> StepOutcome {
         do {
-            try FileOperations.makeDirectory(path("device"))
+            try PipelineError.io { () throws(SystemError) in try FileSystem.makeDirectory(path("device")) }
         } catch {
             return .failed(rule: error.rule, message: error.description)
         }
         do {
             let report = try SeedInstaller.install(
                 seed: packedPath, to: devicePath, options: SeedInstallOptions(temporaryDirectory: path("device")))
-            return .passed(rows: Int64(report.verification.rows), bytes: FileOperations.size(devicePath))
+            return .passed(rows: Int64(report.verification.rows), bytes: FileSystem.size(of: devicePath))
         } catch {
             return .failed(rule: error.rule, message: error.description, findings: error.findings)
         }
@@ -96,7 +97,7 @@ extension PipelineRun {
         }
         let work = path("rehearsal")
         do {
-            try FileOperations.makeDirectory(work)
+            try PipelineError.io { () throws(SystemError) in try FileSystem.makeDirectory(work) }
         } catch {
             return .failed(rule: error.rule, message: error.description)
         }
@@ -134,15 +135,14 @@ extension PipelineRun {
         let timings = results.filter { $0.outcome == .passed }.map { (step: $0.step.rawValue, seconds: $0.seconds) }
         let pipeline = pipelineEvidence(source)
         do {
-            let seed = try publication.assemble(
+            let seed = try publication.publish(
                 in: path("publication"), seed: seedPath, packed: definition.runs(.pack) ? packedPath : nil
             ) { artifacts in
                 let evidence = SeedEvidence(export: export, artifacts: artifacts, timings: timings).json
                 return .object(JSONObject((evidence.objectValue?.members ?? []) + [JSONMember("pipeline", pipeline)]))
             }
-            try publication.swapIn(path("publication"))
             published = seed
-            let bytes = PipelinePublication.names.reduce(Int64(0)) { $0 + FileOperations.size(publication.path($1)) }
+            let bytes = PipelinePublication.names.reduce(Int64(0)) { $0 + FileSystem.size(of: publication.path($1)) }
             return .passed(rows: seed.rows, bytes: bytes)
         } catch {
             return .failed(rule: error.rule, message: error.description)

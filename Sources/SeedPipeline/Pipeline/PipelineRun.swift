@@ -1,6 +1,7 @@
 import Foundation
 import SeedArtifacts
 import SynchroProtocol
+import SystemKit
 
 /// One run of a pipeline's steps, in its scratch directory `<parent>/.<publish name>.pipeline-<UUID>`, which
 /// holds the embedded server's database, `seed.db`, `seed.db.zst`, the installed device copy, the rehearsal's
@@ -44,9 +45,11 @@ struct PipelineRun {
 
     /// Starts the source, runs every listed step until one fails, and reports.
     mutating func execute(started: ContinuousClock.Instant) throws(PipelineError) -> PipelineReport {
-        try FileOperations.makeDirectory(publication.parent, intermediate: true)
-        try FileOperations.makeDirectory(scratch)
-        defer { FileOperations.remove(scratch) }
+        try PipelineError.io { () throws(SystemError) in
+            try FileSystem.makeDirectory(publication.parent, intermediate: true)
+            try FileSystem.makeDirectory(scratch)
+        }
+        defer { FileSystem.removeTree(scratch) }
         let sourceStarted = ContinuousClock.now
         let connection = try PipelineSourceConnection(
             definition, probe: probe, scratch: scratch, wrap: options.wrapSource)

@@ -1,5 +1,6 @@
 import Foundation
 import SeedArtifacts
+import SystemKit
 
 /// Rehearses a seed file (`seedkit rehearse`): installs a copy into a temporary directory exactly as a device
 /// would (``SeedInstaller``, `.db` or `.db.zst`), runs its first authenticated sync (``SeedRehearsal``) and
@@ -18,11 +19,11 @@ public enum SeedFileRehearsal {
         let directory = URL(fileURLWithPath: temporaryDirectory ?? NSTemporaryDirectory())
             .appendingPathComponent("seedkit-rehearse-\(UUID().uuidString.lowercased())").path
         do {
-            try FileOperations.makeDirectory(directory)
+            try FileSystem.makeDirectory(directory)
         } catch {
             throw .workDirectory(path: directory)
         }
-        defer { FileOperations.remove(directory) }
+        defer { FileSystem.removeTree(directory) }
         let database = URL(fileURLWithPath: directory).appendingPathComponent("app.db").path
         let install: SeedInstallReport
         do {

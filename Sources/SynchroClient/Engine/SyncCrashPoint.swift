@@ -1,15 +1,13 @@
-import Foundation
-import SynchroStore
-import Synchronization
+import SystemKit
 
 /// The named durable boundaries of the client engine (client contract, "Process-death guarantees";
 /// `spec/client-store.md` §11), where a test kills the process to prove that a restart resumes from committed
 /// state only.
 ///
 /// `SEEDKIT_CRASH_AT=<name>[:<n>]` kills the process with SIGKILL the n-th time (default: the first) the boundary
-/// is reached. Unset, reaching a boundary costs one comparison. Each name is reached right after the transaction
-/// it names committed (or, for `*.received`, right after a response arrived and before anything of it was
-/// applied; for `capture.before_commit`, inside the write transaction just before its commit).
+/// is reached (``CrashPoint``). Unset, reaching a boundary costs one comparison. Each name is reached right after
+/// the transaction it names committed (or, for `*.received`, right after a response arrived and before anything of
+/// it was applied; for `capture.before_commit`, inside the write transaction just before its commit).
 public enum SyncCrashPoint: String, Sendable, CaseIterable {
     /// Inside an application write transaction, after its statements and capture, before `COMMIT`.
     case captureBeforeCommit = "capture.before_commit"
@@ -46,25 +44,9 @@ public enum SyncCrashPoint: String, Sendable, CaseIterable {
     /// A durable retry record committed, before the wait.
     case backoffRecorded = "backoff.recorded"
 
-    /// Kills the process when this is the configured boundary and this is its configured occurrence.
+    /// Kills the process when this is the configured boundary and this is its configured occurrence
+    /// (``CrashPoint``, the one facility of the package).
     func reached() {
-        guard let target = Self.target, target.point == self else { return }
-        if Self.hits.withLock({ count -> Int in
-            count += 1
-            return count
-        }) == target.occurrence {
-            kill(getpid(), SIGKILL)
-        }
+        CrashPoint.reached(rawValue)
     }
-
-    /// The configured boundary, read once per process.
-    private static let target: (point: SyncCrashPoint, occurrence: Int)? = {
-        guard let text = ProcessInfo.processInfo.environment["SEEDKIT_CRASH_AT"], !text.isEmpty else { return nil }
-        let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
-        guard let point = SyncCrashPoint(rawValue: parts[0]) else { return nil }
-        return (point, parts.count > 1 ? max(1, Int(parts[1]) ?? 1) : 1)
-    }()
-
-    /// How often the configured boundary was reached in this process.
-    private static let hits = Mutex(0)
 }

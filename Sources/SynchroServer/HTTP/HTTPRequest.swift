@@ -1,3 +1,5 @@
+import SynchroProtocol
+
 /// The request line and header fields of a request, known before its body is read.
 ///
 /// The description shows the method and path only: queries, header values and bodies may carry

@@ -1,3 +1,5 @@
+import SynchroProtocol
+
 /// A response to send: status, header fields in order, and the exact body octets.
 ///
 /// `Content-Length` is always computed from `body` by the server; `Content-Length` and

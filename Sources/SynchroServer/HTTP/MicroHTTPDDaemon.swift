@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Glibc
 import Synchronization
+import SynchroProtocol
 
 /// What every libmicrohttpd callback of one running server needs. Retained for the daemon's lifetime
 /// and passed to C as the callbacks' closure pointer.

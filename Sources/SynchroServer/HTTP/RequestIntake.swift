@@ -1,4 +1,5 @@
 import Synchronization
+import SynchroProtocol
 
 /// The reading state of one request, owned by the daemon's event-loop thread from the moment
 /// libmicrohttpd sees the request line until it reports the request complete.

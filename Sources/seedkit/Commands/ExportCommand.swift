@@ -4,8 +4,8 @@ import SeedSources
 import SynchroProtocol
 
 /// `seedkit export`: one portable seed from a server's operator export routes, verified, published
-/// atomically, with `<out>.evidence.json` beside it (`spec/seed-format.md` §5). The evidence is published
-/// before the seed (``ExportPublication``), so a seed at the output path always has its evidence.
+/// atomically, with `<out>.evidence.json` beside it (`spec/seed-format.md` §5). The library publishes the evidence
+/// before the seed (`SeedExporter.exportWithEvidence`), so a seed at the output path always has its evidence.
 ///
 /// The operator token is read from the environment variable named by `--token-env` (default
 /// `SEEDKIT_OPERATOR_TOKEN`), never from the command line, and never printed.
@@ -31,40 +31,32 @@ enum ExportCommand {
         let json = arguments.flags.contains("json")
         let console = arguments.console("export")
         let display = ExportDisplay(console: console, progress: !json)
-        var staged: String?
         do {
-            let publication = try ExportPublication(output: output, overwrite: arguments.flags.contains("force"))
             console.detail("source \(Console.displayURL(source)), operator credential from the variable \(variable), "
                 + "page limit \(options.pageLimit)")
             let exportSource = try HTTPExportSource(baseURL: source, operatorToken: token)
-            // The exporter publishes the verified seed to a staged name; the evidence is published, then the seed.
-            let stagedPath = publication.stagedPath()
-            staged = stagedPath
-            console.detail("writing and verifying under \(stagedPath)")
-            let report = try SeedExporter.export(from: exportSource, to: stagedPath, options: options) { event in
+            let (evidence, evidencePath) = try SeedExporter.exportWithEvidence(
+                from: exportSource, to: output, options: options
+            ) { event in
                 display.show(event)
             }
             display.finish()
-            let evidence = try publish(report, staged: stagedPath, with: publication, console: console)
-            staged = nil
-            try printResult(report, evidence: evidence, publication: publication, json: json, console: console)
+            try printResult(evidence, path: output, evidencePath: evidencePath, json: json, console: console)
             return .success
         } catch let error as SeedExportError {
             display.finish()
-            if let staged { ExportPublication.discard(staged) }
             report(error, json: json)
             return error.isInputError ? .invalidInput : .checkFailed
         } catch {
             display.finish()
-            if let staged { ExportPublication.discard(staged) }
             Terminal.err("seedkit: export failed: \(error)\n")
             return .checkFailed
         }
     }
 
-    /// `--page-limit` and `--scopes`. Never `overwrite`: the exporter writes a new staged file.
+    /// `--page-limit`, `--scopes` and `--force`.
     private static func exportOptions(_ arguments: Arguments) throws(Arguments.UsageError) -> SeedExportOptions {
-        var options = SeedExportOptions()
+        var options = SeedExportOptions(overwrite: arguments.flags.contains("force"))
         if let text = arguments.values["page-limit"] {
             guard let limit = Int64(text), (1...1000).contains(limit) else {
                 throw Arguments.UsageError(message: "--page-limit needs a count in 1…1000")
@@ -81,43 +73,23 @@ enum ExportCommand {
         return options
     }
 
-    /// Publishes the evidence of the staged seed (its SHA-256 under the output's name), then the seed itself.
-    private static func publish(
-        _ report: SeedExportReport, staged: String, with publication: ExportPublication, console: Console
-    ) throws -> SeedEvidence {
-        let started = ContinuousClock.now
-        let seed = try FileDigest.sha256(path: staged)
-        let evidence = SeedEvidence(
-            export: report,
-            artifacts: [SeedEvidence.Artifact(
-                name: URL(fileURLWithPath: publication.output).lastPathComponent, bytes: seed.bytes, sha256: seed.hex)],
-            timings: [("export", report.seconds)])
-        try publication.publishEvidence(try evidence.encoded())
-        console.detail("evidence published: \(publication.evidence)")
-        CrashPoint.reached("export.evidence_published")
-        try publication.publishSeed(staged)
-        console.detail("seed published: \(publication.output)", since: started)
-        CrashPoint.reached("export.seed_published")
-        return evidence
-    }
-
     /// The evidence with `path` and `evidence` as one JSON line, or the summary unless quiet.
     private static func printResult(
-        _ report: SeedExportReport, evidence: SeedEvidence, publication: ExportPublication, json: Bool,
-        console: Console
+        _ evidence: SeedEvidence, path: String, evidencePath: String, json: Bool, console: Console
     ) throws {
         if json {
             let object = JSONObject((evidence.json.objectValue?.members ?? []) + [
-                JSONMember("path", .string(publication.output)), JSONMember("evidence", .string(publication.evidence)),
+                JSONMember("path", .string(path)), JSONMember("evidence", .string(evidencePath)),
             ])
             Terminal.out(bytes: (try CanonicalJSON.encode(.object(object))) + [0x0A])
             return
         }
+        let report = evidence.export
         let rate = report.seconds > 0 ? Double(report.rows) / report.seconds : 0
         console.info("""
-            exported \(report.rows) rows in \(report.scopes.count) portable scope(s) to \(publication.output) \
+            exported \(report.rows) rows in \(report.scopes.count) portable scope(s) to \(path) \
             (\(report.bytes) bytes, \(String(format: "%.2f", report.seconds)) s, \(Int(rate)) rows/s)
-            evidence: \(publication.evidence)
+            evidence: \(evidencePath)
 
             """)
     }
@@ -155,6 +127,8 @@ final class ExportDisplay: @unchecked Sendable {
     private var done: Int64 = 0
     private let started = ContinuousClock.now
     private var lastDraw = ContinuousClock.now
+    /// When the first publication finished; the seed's publication is timed from it.
+    private var publishing: ContinuousClock.Instant?
     /// The scope whose pages are arriving, its rows so far and when its first page arrived.
     private var scope: (id: String, rows: Int64, started: ContinuousClock.Instant)?
 
@@ -179,6 +153,13 @@ final class ExportDisplay: @unchecked Sendable {
             finishScope()
             console.detail("verifying the finished file (every publication and installer check)")
             if enabled { Terminal.err("\r\u{1B}[Kverifying…") }
+            return
+        case .evidencePublished(let path):
+            console.detail("evidence published: \(path)")
+            publishing = .now
+            return
+        case .published(let path):
+            console.detail("seed published: \(path)", since: publishing ?? started)
             return
         }
         draw()

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import SynchroHTTP
+import SynchroProtocol
 import SynchroServer
 import Synchronization
 
@@ -105,7 +106,7 @@ func outcome(
 extension TransportRequest {
     /// A POST with `body` and a JSON content type.
     static func post(
-        _ path: String, _ body: [UInt8], headers: TransportHeaders = [("Content-Type", "application/json")]
+        _ path: String, _ body: [UInt8], headers: HTTPHeaders = [("Content-Type", "application/json")]
     ) -> TransportRequest {
         TransportRequest(method: .post, path: path, headers: headers, body: body)
     }

@@ -1,6 +1,6 @@
 /// One header field: the name as written on the wire and the value without surrounding whitespace.
-public struct TransportHeader: Sendable, Hashable {
-    /// The field name; ``TransportHeaders`` lookups ignore ASCII case.
+public struct HTTPHeader: Sendable, Hashable {
+    /// The field name; compare it with ``HTTPHeaders`` lookups, which ignore ASCII case.
     public var name: String
     /// The field value.
     public var value: String
@@ -12,26 +12,30 @@ public struct TransportHeader: Sendable, Hashable {
     }
 }
 
-/// Header fields in wire order with duplicates kept. Lookups ignore ASCII case.
+/// Header fields in wire order with duplicates kept, because the protocol must detect repeated
+/// `Authorization` and `Content-Type` headers (wire-protocol §1.2). Lookups ignore ASCII case.
 ///
-/// The description lists field names only: values carry credentials.
-public struct TransportHeaders: Sendable, Hashable, RandomAccessCollection, ExpressibleByArrayLiteral {
-    /// The fields in the order they are sent or were received.
-    public private(set) var fields: [TransportHeader]
+/// One type for both sides: the client transport sends and receives these, the reference server parses and
+/// answers with them. A pure value; no I/O.
+///
+/// The description lists field names only: values carry credentials and cursors.
+public struct HTTPHeaders: Sendable, Hashable, RandomAccessCollection, ExpressibleByArrayLiteral {
+    /// The fields in the order they were received or will be sent.
+    public private(set) var fields: [HTTPHeader]
 
     /// Headers holding `fields` in this order.
-    public init(_ fields: [TransportHeader] = []) {
+    public init(_ fields: [HTTPHeader] = []) {
         self.fields = fields
     }
 
     /// Headers from `(name, value)` pairs in this order.
     public init(arrayLiteral elements: (String, String)...) {
-        fields = elements.map { TransportHeader(name: $0.0, value: $0.1) }
+        fields = elements.map { HTTPHeader(name: $0.0, value: $0.1) }
     }
 
     public var startIndex: Int { fields.startIndex }
     public var endIndex: Int { fields.endIndex }
-    public subscript(position: Int) -> TransportHeader { fields[position] }
+    public subscript(position: Int) -> HTTPHeader { fields[position] }
 
     /// Every value of the fields called `name`, in wire order.
     public func values(for name: String) -> [String] {
@@ -43,15 +47,21 @@ public struct TransportHeaders: Sendable, Hashable, RandomAccessCollection, Expr
         fields.first { $0.name.equalsIgnoringASCIICase(name) }?.value
     }
 
-    /// The value of the field called `name` when exactly one such field is present.
+    /// The value of the field called `name` when exactly one such field is present; `nil` when it is
+    /// missing or repeated (the rule for `Authorization` and `Content-Type`).
     public func single(_ name: String) -> String? {
         let matches = values(for: name)
         return matches.count == 1 ? matches[0] : nil
     }
 
+    /// How many fields are called `name`.
+    public func count(of name: String) -> Int {
+        fields.reduce(0) { $0 + ($1.name.equalsIgnoringASCIICase(name) ? 1 : 0) }
+    }
+
     /// Appends a field after the existing ones, keeping any field of the same name.
     public mutating func append(name: String, value: String) {
-        fields.append(TransportHeader(name: name, value: value))
+        fields.append(HTTPHeader(name: name, value: value))
     }
 
     /// Removes every field called `name`.
@@ -66,13 +76,13 @@ public struct TransportHeaders: Sendable, Hashable, RandomAccessCollection, Expr
     }
 }
 
-extension TransportHeaders: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+extension HTTPHeaders: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public var description: String { "[" + fields.map(\.name).joined(separator: ", ") + "]" }
-    public var debugDescription: String { "TransportHeaders" + description }
+    public var debugDescription: String { "HTTPHeaders" + description }
     public var customMirror: Mirror { Mirror(self, children: ["names": fields.map(\.name)]) }
 }
 
-extension TransportHeader: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+extension HTTPHeader: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public var description: String { "\(name): <redacted>" }
     public var debugDescription: String { description }
     public var customMirror: Mirror { Mirror(self, children: ["name": name]) }
@@ -80,7 +90,7 @@ extension TransportHeader: CustomStringConvertible, CustomDebugStringConvertible
 
 extension String {
     /// Header names are ASCII tokens, so only ASCII letters fold; Unicode case rules must not apply.
-    func equalsIgnoringASCIICase(_ other: String) -> Bool {
+    package func equalsIgnoringASCIICase(_ other: String) -> Bool {
         let lhs = utf8
         let rhs = other.utf8
         guard lhs.count == rhs.count else { return false }
