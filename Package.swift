@@ -16,11 +16,13 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // A small safe layer over POSIX file operations: the one durable publication, crash points, typed errors.
         .target(name: "SystemKit"),
         .target(name: "SynchroProtocol", dependencies: ["CCrypto"]),
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
+        .target(name: "PostgresKit", dependencies: ["CPQ"]),
         .target(name: "SynchroHTTP", dependencies: ["CCurl", "SynchroProtocol"]),
         .target(name: "SynchroStore", dependencies: ["SynchroProtocol", "SQLiteKit"]),
         .target(name: "SynchroClient", dependencies: ["SynchroProtocol", "SQLiteKit", "SynchroStore", "SystemKit"]),
@@ -56,6 +58,7 @@ let package = Package(
         .testTarget(name: "SystemKitTests", dependencies: ["SystemKit", "_SeedkitTestSupport"]),
         .testTarget(name: "SynchroProtocolTests", dependencies: ["SynchroProtocol", "_SeedkitTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "_SeedkitTestSupport"]),
+        .testTarget(name: "PostgresKitTests", dependencies: ["PostgresKit", "_SeedkitTestSupport"]),
         .testTarget(
             name: "SynchroStoreTests", dependencies: ["SynchroStore", "SQLiteKit", "_SeedkitTestSupport"]),
         .testTarget(

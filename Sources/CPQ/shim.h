@@ -1,0 +1,4 @@
+#ifndef SEEDKIT_CPQ_SHIM_H
+#define SEEDKIT_CPQ_SHIM_H
+#include <libpq-fe.h>
+#endif
