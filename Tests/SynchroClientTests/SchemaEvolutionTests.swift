@@ -23,12 +23,7 @@ struct SchemaEvolutionTests {
     func relaxNullability() throws {
         let notes = try store.fixture.count("SELECT count(*) FROM notes")
         let target = try store.publish("class_2") { $0.setField("tbl_notes", "fld_note_title", "nullable", .bool(true)) }
-        store.transport.reset()
-        let summary: SyncSummary
-        do { summary = try store.cycle() } catch {
-            print("DEBUG", store.transport.paths, error, String(decoding: store.transport.bodies("/sync/connect").last ?? [], as: UTF8.self))
-            throw error
-        }
+        let summary = try store.cycle()
         #expect(summary.scopesRebuilt.isEmpty)
         #expect(try store.fixture.count("SELECT \"notnull\" FROM pragma_table_info('notes') WHERE name = 'title'") == 0)
         #expect(try store.fixture.count("SELECT \"notnull\" FROM pragma_table_info('notes') WHERE name = 'owner_id'")
@@ -44,11 +39,7 @@ struct SchemaEvolutionTests {
         try store.fixture.store.execute(
             "INSERT INTO notes (id, owner_id, title, pinned, updated_at) VALUES ('note-untitled', 'alice', NULL, 0, ?)",
             [.text("2026-01-02T03:04:05.000Z")])
-        store.transport.reset()
-        do { try store.cycle() } catch {
-            print("DEBUG2", store.transport.paths, error, String(decoding: store.transport.bodies("/sync/connect").last ?? [], as: UTF8.self))
-            throw error
-        }
+        #expect(try store.cycle().mutationsAccepted == 1)
         try store.expectConverged(on: target)
     }
 
@@ -134,6 +125,9 @@ struct SchemaEvolutionTests {
 
     // MARK: Class 3 (`rebuild_local`)
 
+    /// The reference server refuses the queued insert authored before the field existed (`validation_failed`: it
+    /// applies no default to an authored insert), so that intent ends as a retained terminal rejection with its
+    /// authored payload unchanged, and its row stays protected; everything else converges.
     @Test("class 3: a new non-null field with a server default is added and exactly the affected scope rebuilt")
     func newNonNullFieldWithDefault() throws {
         let defaults = JSONValue.object(JSONObject([
@@ -143,11 +137,16 @@ struct SchemaEvolutionTests {
             $0.addField("tbl_notes", "fld_note_colour", type: "string", nullable: false)
         }
         let summary = try store.cycle()
-        print("DEBUG3", try store.fixture.storeFixture.inspect { c in try c.rows("SELECT mutation_id, operation, lifecycle_state FROM _synchro_pending_changes") }, try store.fixture.storeFixture.inspect { c in try c.rows("SELECT * FROM _synchro_rejected_mutations") })
         #expect(summary.scopesRebuilt == ["user:alice"])
-        #expect(summary.mutationsAccepted == 2)
-        try store.expectConverged(on: target)
-        #expect(try store.fixture.count("SELECT count(*) FROM notes WHERE fld_note_colour IS NULL") == 0)
+        #expect(summary.mutationsAccepted == 1)
+        #expect(summary.mutationsRejected == 1)
+        try store.expectConverged(on: target, retainedRejections: ["note-evolution-1"])
+        #expect(try store.fixture.count("""
+            SELECT count(*) FROM _synchro_rejected_mutations WHERE record_id = 'note-evolution-1'
+                AND code = 'validation_failed' AND json_extract(mutation_json, '$.authored_schema.version') = 1
+            """) == 1)
+        #expect(try store.fixture.count(
+            "SELECT count(*) FROM notes WHERE fld_note_colour IS NULL AND id <> 'note-evolution-1'") == 0)
     }
 
     @Test("class 3: a new nullable field with historical values rebuilds the affected scope only")
@@ -187,6 +186,45 @@ struct SchemaEvolutionTests {
         #expect(summary.scopesRebuilt == ["user:alice"])
         #expect(summary.mutationsAccepted == 2)
         try store.expectConverged(on: target)
+    }
+
+    // MARK: Class 4 (`unsupported`)
+
+    @Test("class 4: a stored blocking error until schema_reset; intent on the removed table ends schema_incompatible")
+    func unsupportedThenReset() throws {
+        try store.fixture.store.execute("UPDATE tasks SET title = 'Doomed' WHERE id = (SELECT min(id) FROM tasks)")
+        let target = try store.publish("class_4") { edit in
+            edit.json = .object(JSONObject((edit.json.objectValue?.members ?? []).map { member in
+                member.key == "tables" ? JSONMember("tables", .array((member.value.arrayValue ?? []).filter {
+                    $0.objectValue?["table_id"] != .string("tbl_tasks")
+                })) : member
+            }))
+        }
+        #expect(throws: SyncCycleError.self) { try store.cycle() }
+        let blocking = try store.fixture.storeFixture.inspect { connection in
+            try connection.rows("SELECT code, retryable, recovery_action FROM _synchro_blocking_error")
+        }
+        #expect(blocking == [[.text("incompatible_schema_transition"), .integer(0), .text("schema_reset")]])
+        // Stored, not re-asked: the next run sends nothing and fails the same way.
+        store.transport.reset()
+        #expect(throws: SyncCycleError.self) { try store.cycle() }
+        #expect(store.transport.paths.isEmpty)
+        #expect(try store.fixture.count("SELECT count(*) FROM _synchro_pending_changes WHERE lifecycle_state = 'unsealed'")
+            == 3)
+
+        _ = try CycleRecorder().cycle(store.context).runSchemaReset()
+        try store.cycle()
+        #expect(try store.fixture.count("SELECT count(*) FROM _synchro_blocking_error") == 0)
+        #expect(try store.fixture.count("SELECT count(*) FROM sqlite_schema WHERE name = 'tasks'") == 0)
+        #expect(try store.fixture.count("""
+            SELECT count(*) FROM _synchro_rejected_mutations WHERE table_name = 'tasks' AND code = 'schema_incompatible'
+            """) == 1)
+        try store.expectConverged(on: target, retainedRejections: [
+            try store.fixture.storeFixture.inspect { connection in
+                try connection.scalar("SELECT record_id FROM _synchro_pending_changes WHERE table_name = 'tasks'")?
+                    .textValue ?? ""
+            },
+        ])
     }
 
     static func field(_ id: String, _ name: String, _ type: String, nullable: Bool, writable: Bool) -> JSONValue {
