@@ -99,21 +99,6 @@ struct SchemaActionTests {
         #expect(try fixture.count("SELECT count(*) FROM local_drafts") == 1)
     }
 
-    @Test("a new non-nullable column on an existing table is refused, rolling the whole migration back")
-    func nonNullableColumnRefused() throws {
-        let survivors = try LocalSurvivors(fixture)
-        let defaults = JSONValue.object(JSONObject([
-            JSONMember("tbl_products", .object(JSONObject([JSONMember("fld_product_origin", .string("unknown"))]))),
-        ]))
-        try SchemaPublisher(fixture.server).publish(transition: "class_3", affected: ["catalog"], defaults: defaults) {
-            $0.addField("tbl_products", "fld_product_origin", type: "string", nullable: false)
-        }
-        let before = try fixture.storeFixture.inspect(databaseFingerprint)
-        #expect(throws: SyncError.store(.schemaApplication(.tableConflict("products")))) { try fixture.connect() }
-        #expect(try fixture.storeFixture.inspect(databaseFingerprint) == before)
-        try survivors.verify(fixture)
-    }
-
     @Test("unsupported (class 4) records a blocking error, changes nothing else and stops later connects")
     func unsupportedClassFour() throws {
         _ = try LocalSurvivors(fixture)

@@ -17,14 +17,17 @@ struct PushRowApplier {
         guard let entry = entry.first, entry.state == .sealed, entry.sealedBatchID == batchID else {
             throw PushError.sealedBatchInvalid(batchID: batchID, rule: "member_not_sealed_in_batch")
         }
-        guard let table = manifest.localSchema.first(where: { $0.tableID == mutation.table }) else {
-            throw PushError.rowVerification(mutationID: mutation.mutationID, rule: "no_local_table")
-        }
+        // A table the active manifest no longer has (a reset onto a manifest that removed it: wire §12.2 Class 4)
+        // has no local row to write: the outcome is recorded like any other and changes no row, so the intent ends
+        // as the server says (typically `schema_incompatible`) instead of failing reconciliation.
+        let table = manifest.localSchema.first { $0.tableID == mutation.table }
         let outcomeJSON = try CanonicalJSON.string(.object(outcome.object))
         let laterIntent = try hasLaterIntent(entry, batchID: batchID)
         switch outcome.status {
         case "applied":
-            try applyState(outcome, table: table, recordID: entry.recordID, laterIntent: laterIntent)
+            if let table {
+                try applyState(outcome, table: table, recordID: entry.recordID, laterIntent: laterIntent)
+            }
             try connection.run("""
                 UPDATE _synchro_pending_changes SET lifecycle_state = 'accepted', accepted_json = ?, updated_at = ?
                 WHERE mutation_id = ?
@@ -44,7 +47,7 @@ struct PushRowApplier {
                 """, [.text(outcomeJSON), .text(now), .text(mutation.mutationID)])
             try LedgerTransitions.blockDependents(of: mutation.mutationID, on: connection)
             // A conflict carries the current server state; a terminal rejection leaves row and version alone.
-            if outcome.status == "conflict" {
+            if outcome.status == "conflict", let table {
                 try applyState(outcome, table: table, recordID: entry.recordID, laterIntent: laterIntent)
             }
         }

@@ -41,7 +41,7 @@ struct SchemaApplier {
                     try migrate(migration, on: connection)
                     return .applied
                 }
-                try createTables(on: connection)
+                try createTables(on: connection, active: !isFresh)
                 try activate(on: connection)
                 try CaptureTriggerInstaller.install(manifest.localSchema, on: connection)
                 try afterActivation?(connection)
@@ -71,13 +71,16 @@ struct SchemaApplier {
         try migration.markApplied(on: connection)
     }
 
-    /// Creates each table (or verifies an existing one has exactly the synced layout) and its indexes.
-    private func createTables(on connection: Connection) throws {
+    /// Creates each table (or verifies an existing one) and its indexes. On a fresh store an existing table must
+    /// have exactly the synced layout; when the manifest is already active, a table may carry what compatible
+    /// migrations left (appended, nullable columns), so the migration's physical check applies.
+    private func createTables(on connection: Connection, active: Bool) throws {
         for table in manifest.localSchema {
             let existing = try connection.columns(of: table.tableName)
             if existing.isEmpty {
                 try connection.execute(SyncedTableDDL.createTable(table))
-            } else if !SyncedTableDDL.matches(existing, table) {
+            } else if active ? !(try PhysicalTable.matches(table, on: connection))
+                : !SyncedTableDDL.matches(existing, table) {
                 throw ClientStoreError.schemaApplication(.tableConflict(table.tableName))
             }
             for index in table.indexes {

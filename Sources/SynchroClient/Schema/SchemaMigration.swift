@@ -7,10 +7,13 @@ import SynchroProtocol
 /// target. The plan is derived from the two local schemas alone, so the same inputs always give the same plan
 /// (and plan hash): a resumed migration re-derives it and requires equality with the journal's.
 ///
-/// A compatible plan (`replace`, `rebuild_local`) is additive: the server decides compatibility, and the client
-/// refuses what it cannot apply additively (a removed synced table or column, a renamed table or column, a new
-/// non-nullable column, a changed type, key or nullability), so a contract breach never silently reshapes local
-/// data. A reset plan (`schema_reset`) drops every synced table and recreates the target's. Local-only tables are
+/// A compatible plan (`replace`, `rebuild_local`) applies every change the server can publish as Class 2 or 3
+/// (`spec/wire-protocol.md` §12.2): new tables, new columns (nullable locally whatever the manifest says, as the
+/// manifest carries no default: `spec/client-store.md` §5.3), `nullable false → true` (a table rebuild), indexes
+/// added or dropped, and metadata-only changes (writability, composition, relation). It refuses what no compatible
+/// transition contains (a removed synced table or column, a renamed table or column, a changed type or key,
+/// tightened nullability) with ``SchemaApplicationError/incompatibleChange(table:rule:)``, so a contract breach never
+/// silently reshapes local data. A reset plan (`schema_reset`) drops every synced table and recreates the target's. Local-only tables are
 /// never touched.
 struct SchemaMigrationPlan: Equatable {
     /// `migration_plan_version`.
@@ -24,6 +27,7 @@ struct SchemaMigrationPlan: Equatable {
         case createTable(tableID: String)
         case dropIndex(name: String)
         case createIndex(tableID: String, indexID: String)
+        case relaxNullability(tableID: String, fieldIDs: [String])
         case addColumn(tableID: String, fieldID: String)
         case reinstallCapture
         case activateManifest
@@ -40,6 +44,10 @@ struct SchemaMigrationPlan: Equatable {
             case .dropIndex(let name): object("drop_index", [JSONMember("index", .string(name))])
             case .createIndex(let table, let index):
                 object("create_index", [JSONMember("table_id", .string(table)), JSONMember("index_id", .string(index))])
+            case .relaxNullability(let table, let fields):
+                object("relax_nullability", [
+                    JSONMember("table_id", .string(table)), JSONMember("field_ids", .array(fields.map(JSONValue.string))),
+                ])
             case .addColumn(let table, let field):
                 object("add_column", [JSONMember("table_id", .string(table)), JSONMember("field_id", .string(field))])
             case .reinstallCapture: object("reinstall_capture")
@@ -81,7 +89,7 @@ struct SchemaMigrationPlan: Equatable {
     // MARK: Derivation
 
     /// The plan from `source` (the active local schema) to `target`; throws
-    /// ``SchemaApplicationError/tableConflict(_:)`` for a compatible change that cannot be applied additively.
+    /// ``SchemaApplicationError/incompatibleChange(table:rule:)`` for a change no compatible transition contains.
     static func derive(
         from source: [LocalSchemaTable], sourceReference: SchemaReference?, to target: ClientManifest, reset: Bool
     ) throws(ClientStoreError) -> SchemaMigrationPlan {
@@ -98,7 +106,7 @@ struct SchemaMigrationPlan: Equatable {
         } else {
             let targetIDs = Set(targetTables.map(\.tableID))
             if let removed = source.first(where: { !targetIDs.contains($0.tableID) }) {
-                throw .schemaApplication(.tableConflict(removed.tableName))
+                throw .schemaApplication(.incompatibleChange(table: removed.tableName, rule: "table_removed"))
             }
             for table in targetTables {
                 operations += try additiveOperations(table, previous: source.first { $0.tableID == table.tableID })
@@ -109,6 +117,10 @@ struct SchemaMigrationPlan: Equatable {
             source: sourceReference, target: target.reference, isReset: reset, operations: operations)
     }
 
+    /// Per table (`spec/client-store.md` §4.13 order): `relax_nullability`, then new columns in target field order,
+    /// then dropped indexes (only ones the source schema declared, so an application's own index is never
+    /// touched), then new indexes. A column that changes only `writable` needs no DDL: the capture triggers are
+    /// reinstalled from the target for every table.
     private static func additiveOperations(
         _ table: LocalSchemaTable, previous: LocalSchemaTable?
     ) throws(ClientStoreError) -> [Operation] {
@@ -116,23 +128,35 @@ struct SchemaMigrationPlan: Equatable {
             return [.createTable(tableID: table.tableID)]
                 + table.indexes.map { .createIndex(tableID: table.tableID, indexID: $0.indexID) }
         }
-        let conflict = ClientStoreError.schemaApplication(.tableConflict(table.tableName))
-        guard SQLName.normalized(previous.tableName) == SQLName.normalized(table.tableName) else { throw conflict }
-        var operations: [Operation] = []
+        func refuse(_ rule: String) -> ClientStoreError {
+            .schemaApplication(.incompatibleChange(table: table.tableName, rule: rule))
+        }
+        guard SQLName.normalized(previous.tableName) == SQLName.normalized(table.tableName) else {
+            throw refuse("table_renamed")
+        }
+        var relaxed: [String] = []
+        var added: [Operation] = []
         for column in table.columns {
-            if let old = previous.column(fieldID: column.fieldID) {
-                // Relaxing NOT NULL would need a table rebuild in SQLite; it is refused rather than faked.
-                guard SQLName.normalized(old.name) == SQLName.normalized(column.name),
-                      old.logicalType == column.logicalType, old.isPrimaryKey == column.isPrimaryKey,
-                      (old.nullable || old.isPrimaryKey) == (column.nullable || column.isPrimaryKey)
-                else { throw conflict }
+            guard let old = previous.column(fieldID: column.fieldID) else {
+                guard !column.isPrimaryKey else { throw refuse("key_changed") }
+                added.append(.addColumn(tableID: table.tableID, fieldID: column.fieldID))
                 continue
             }
-            // SQLite can only append nullable (or defaulted) columns without rewriting the table.
-            guard column.nullable, !column.isPrimaryKey else { throw conflict }
-            operations.append(.addColumn(tableID: table.tableID, fieldID: column.fieldID))
+            guard SQLName.normalized(old.name) == SQLName.normalized(column.name) else { throw refuse("field_renamed") }
+            guard old.logicalType == column.logicalType else { throw refuse("field_type_changed") }
+            guard old.isPrimaryKey == column.isPrimaryKey else { throw refuse("key_changed") }
+            let wasNullable = old.nullable || old.isPrimaryKey, isNullable = column.nullable || column.isPrimaryKey
+            guard wasNullable || !isNullable else {
+                relaxed.append(column.fieldID)
+                continue
+            }
+            guard wasNullable == isNullable else { throw refuse("nullability_tightened") }
         }
-        guard previous.columns.allSatisfy({ table.column(fieldID: $0.fieldID) != nil }) else { throw conflict }
+        guard previous.columns.allSatisfy({ table.column(fieldID: $0.fieldID) != nil }) else {
+            throw refuse("field_removed")
+        }
+        var operations: [Operation] = relaxed.isEmpty ? [] : [.relaxNullability(tableID: table.tableID, fieldIDs: relaxed)]
+        operations += added
         for index in previous.indexes where !table.indexes.contains(index) {
             operations.append(.dropIndex(name: index.name))
         }
@@ -202,11 +226,23 @@ struct SchemaMigrationExecutor {
             guard let column = table.column(fieldID: fieldID) else {
                 throw ClientStoreError.invalidLocalSchema(reason: "the plan names a field the target lacks")
             }
+            // Nullable whatever the manifest says: existing rows have no value until a rebuild or pull rewrites
+            // them, and a manifest carries no default (`spec/client-store.md` §5.3).
             var definition = "\(SQLiteIdentifier.quote(column.name)) \(SyncedTableDDL.declaredType(column.logicalType))"
             if let defaultSQL = column.sqliteDefaultSQL, !defaultSQL.isEmpty {
                 definition += " DEFAULT \(defaultSQL)"
             }
             try connection.execute("ALTER TABLE \(SQLiteIdentifier.quote(table.tableName)) ADD COLUMN \(definition)")
+        case .relaxNullability(let tableID, let fieldIDs):
+            let table = try targetTable(tableID)
+            let names = try fieldIDs.map { fieldID in
+                guard let column = table.column(fieldID: fieldID) else {
+                    throw ClientStoreError.invalidLocalSchema(reason: "the plan names a field the target lacks")
+                }
+                return column.name
+            }
+            try SyncedTableRebuild.relaxNullability(
+                table: table.tableName, tableID: tableID, relaxing: names, on: connection)
         case .reinstallCapture:
             try CaptureTriggerInstaller.install(target.localSchema, on: connection)
         case .activateManifest:
@@ -269,8 +305,9 @@ struct SchemaMigrationExecutor {
 }
 
 /// The physical layout check of a synced table: every declared column exists with its declared type and key
-/// role and nothing else exists. Position and nullability of columns a migration appended are not compared
-/// (SQLite appends them, nullable, at the end).
+/// role, a column the schema declares nullable is not `NOT NULL` in the file, and nothing else exists. Position
+/// is not compared, nor `NOT NULL` on a column the schema declares non-nullable (a migration appends columns
+/// nullable at the end: `spec/client-store.md` §5.3).
 enum PhysicalTable {
     static func matches(_ table: LocalSchemaTable, on connection: Connection) throws -> Bool {
         let physical = try connection.columns(of: table.tableName)
@@ -280,6 +317,7 @@ enum PhysicalTable {
             guard let info = byName[SQLName.normalized(column.name)] else { return false }
             return info.declaredType == SyncedTableDDL.declaredType(column.logicalType)
                 && info.isPrimaryKey == column.isPrimaryKey
+                && (!info.isNotNull || !column.nullable || column.isPrimaryKey)
         }
     }
 }

@@ -120,6 +120,11 @@ public enum SchemaApplicationError: Error, Sendable, Equatable, CustomStringConv
     case duplicateTableName(String)
     /// A table with a synced table's name exists with a different layout (a local-only table is never altered).
     case tableConflict(String)
+    /// A compatible schema action (`replace`, `rebuild_local`) carries a change that no Class 2 or Class 3
+    /// transition contains (`spec/wire-protocol.md` §12.2), named by the server's rule (`table_removed`,
+    /// `field_removed`, `field_renamed`, `field_type_changed`, `nullability_tightened`, `key_changed`, …): the
+    /// server breached the contract, and nothing is written.
+    case incompatibleChange(table: String, rule: String)
 
     /// Stable snake_case name of the broken rule.
     public var rule: String {
@@ -129,6 +134,7 @@ public enum SchemaApplicationError: Error, Sendable, Equatable, CustomStringConv
         case .reservedTableName: "reserved_table_name"
         case .duplicateTableName: "duplicate_table_name"
         case .tableConflict: "table_conflict"
+        case .incompatibleChange: "incompatible_change"
         }
     }
 
@@ -139,6 +145,8 @@ public enum SchemaApplicationError: Error, Sendable, Equatable, CustomStringConv
         case .reservedTableName(let name): "synced table name \(name) is reserved"
         case .duplicateTableName(let name): "two manifest tables use the local name \(name)"
         case .tableConflict(let name): "table \(name) exists with a different layout"
+        case .incompatibleChange(let table, let rule):
+            "a compatible schema action changes table \(table) incompatibly (\(rule))"
         }
     }
 }
