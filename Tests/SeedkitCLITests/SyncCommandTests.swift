@@ -62,14 +62,16 @@ struct SyncCommandTests {
         #expect(server.stop() == 0)
     }
 
-    @Test("a wrong token fails with exit 1 and an auth error that does not echo the token")
+    /// The 401 is a refusal of the dispatch table: stored with recovery `retry` (issue #16), so the run exits 3.
+    @Test("a wrong token fails with exit 3 and a stored auth error that does not echo the token")
     func wrongToken() throws {
         let server = try ServeProcess(secret: "right-secret")
         let run = try SeedkitProcess.run([
             "sync", "--server", server.url, "--db", server.directory.path("app.db"), "--token", "wrong-token-7f3",
         ])
-        #expect(run.status == 1)
-        #expect(run.stderrText.contains("authentication failed"))
+        #expect(run.status == 3)
+        #expect(run.stderrText.contains("auth_required: the server refused the credential"))
+        #expect(run.stderrText.contains("with a valid credential: seedkit sync --retry-after-error"))
         #expect(!(run.stderrText + run.stdoutText).contains("wrong-token-7f3"))
         #expect(server.stop() == 0)
     }
@@ -112,7 +114,7 @@ struct SyncBlockingErrorCommandTests {
 
         try Self.storeBlockingError(database, recoveryAction: "retry")
         let refused = try SeedkitProcess.run(arguments + ["--json"])
-        #expect(refused.status == 1)
+        #expect(refused.status == 3)
         #expect(!refused.lines.contains { $0.contains("phase_started") })
         let errorLine = try #require(refused.lines.last.flatMap { try? StrictJSONParser().parse($0).objectValue })
         let stored = try #require(errorLine["blocked"]?.objectValue)
@@ -128,7 +130,7 @@ struct SyncBlockingErrorCommandTests {
 
         try Self.storeBlockingError(database, recoveryAction: "schema_reset")
         let stillBlocked = try SeedkitProcess.run(arguments + ["--retry-after-error"])
-        #expect(stillBlocked.status == 1)
+        #expect(stillBlocked.status == 3)
         #expect(stillBlocked.stderrText.contains("seedkit sync --schema-reset"))
         #expect(server.stop() == 0)
     }

@@ -133,7 +133,7 @@ struct SyncProcessDeathTests {
             #expect(refused.status == 1 && refused.stderrText.contains("unsupported"))
             // The stored blocking error now refuses a plain sync before any request (it sends no connect).
             let blocked = try world.sync(device, pageLimit: 4, json: true)
-            #expect(blocked.status == 1 && blocked.stderrText.contains("blocked"))
+            #expect(blocked.status == 3 && blocked.stderrText.contains("blocked"))
             #expect(!blocked.lines.contains { $0.contains("phase_started") })
             // The JSON error line names the stored error and its recovery; the text points at the flag.
             let errorLine = try #require(blocked.lines.last.flatMap { try? StrictJSONParser().parse($0).objectValue })

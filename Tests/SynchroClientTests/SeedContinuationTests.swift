@@ -197,7 +197,9 @@ struct SeedContinuationTests {
         #expect(try fixture.store.ledger().map(\.state) == [.accepted])
     }
 
-    @Test("a seeded store stays unbound until an authenticated connect succeeds")
+    /// The client ID is stored before the first connect is sent (issue #16, item 4), so a refused or lost first
+    /// connect leaves the store bound to the ID the server may have seen; the receipts stay until one is installed.
+    @Test("a seeded store is bound before its first connect is sent; its receipts stay until one is installed")
     func bindsOnlyAfterConnect() throws {
         let fixture = try SeededFixture()
         let stranger = ServerTransport(server: fixture.server, user: "mallory")
@@ -205,7 +207,8 @@ struct SeedContinuationTests {
             try ConnectExchange(context: SyncContext(store: fixture.store, transport: stranger)).run()
         }
         #expect(refused == .http(status: 401, code: "auth_required"))
-        #expect(try fixture.store.meta(.clientServerID) == nil)
+        #expect(try fixture.store.meta(.clientServerID) == fixture.store.configuration.clientID)
+        #expect(try fixture.store.meta(.clientGeneration) == nil)
         #expect(try fixture.count("SELECT count(*) FROM _synchro_seed_receipts") == 1)
 
         try ConnectExchange(context: fixture.context).run()
@@ -230,7 +233,8 @@ struct SeedContinuationTests {
         }
 
         #expect(try fixture.store.meta(.clientGeneration) == nil)
-        #expect(try fixture.store.meta(.clientServerID) == nil)
+        // Bound before the request was sent (identity, not installed state).
+        #expect(try fixture.store.meta(.clientServerID) == fixture.store.configuration.clientID)
         #expect(try fixture.count("SELECT count(*) FROM _synchro_seed_receipts") == 1)
         #expect(try fixture.scopes().map(\.id) == before.map(\.id))
         #expect(try fixture.scopes().map(\.cursor) == before.map(\.cursor))

@@ -144,7 +144,9 @@ struct SyncStateTests {
         #expect(try run.cycle.run().states == [.backoff, .connecting, .ready, .pulling, .ready])
     }
 
-    @Test("a non-retryable failure leaves the cycle in error; the next run starts again from local_ready")
+    /// A refusal of the dispatch table is stored (issue #16): the next run is refused until the explicit `retry`
+    /// acknowledgement, and only then starts again from `local_ready` (§10.2: a timer or a bare rerun cannot).
+    @Test("a non-retryable failure leaves the cycle in error; after the explicit retry it starts from local_ready")
     func errorThenRestart() throws {
         let run = try CycleFixture()
         _ = try run.cycle.run()
@@ -158,6 +160,11 @@ struct SyncStateTests {
         #expect(run.cycle.status.state == .error)
 
         run.fixture.transport.setEdit(nil)
+        #expect(throws: SyncCycleError.blocked(operation: "connect", code: "auth_required", recoveryAction: "retry")) {
+            try run.cycle.run()
+        }
+        #expect(run.cycle.status.state == .error)
+        #expect(try run.cycle.acknowledgeBlockingError())
         #expect(try run.cycle.run().states == [.error, .localReady, .connecting, .ready, .pulling, .ready])
     }
 }

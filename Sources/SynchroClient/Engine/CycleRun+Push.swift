@@ -22,6 +22,10 @@ extension CycleRun {
                 attempt += 1
                 try scheduleRetry(.push, attempt: attempt, status: nil)
                 continue
+            } catch .requestFailed(let status, let code) {
+                // The sealed batch stays `pending`; the stored refusal keeps it from being sent again.
+                try refuse(.push, status: status, code: code)
+                throw .push(.requestFailed(status: status, code: code))
             } catch {
                 throw .push(error)
             }

@@ -18,11 +18,24 @@ extension CycleRun {
                     try scheduleRetry(phase, attempt: attempt, status: status)
                 case .transport:
                     try scheduleRetry(phase, attempt: attempt, status: nil)
+                case .http(let status, let code):
+                    try refuse(phase, status: status, code: code)
+                    throw .sync(phase: phase, error)
                 default:
                     throw .sync(phase: phase, error)
                 }
             }
         }
+    }
+
+    /// A non-retryable row of the dispatch table (``SyncRefusal``) is stored as the blocking error before the
+    /// cycle fails, so no later run sends anything until its recovery is taken; other answers return.
+    func refuse(_ phase: SyncPhase, status: Int, code: String?) throws(SyncCycleError) {
+        guard let refusal = SyncRefusal.matching(status: status, code: code) else { return }
+        try mapping(phase) { () throws(SyncError) in
+            try BlockingErrorStore.record(refusal, operation: phase.rawValue, in: context.store)
+        }
+        throw .blocked(operation: phase.rawValue, code: refusal.code, recoveryAction: refusal.recoveryAction)
     }
 
     /// Records the failure durably, then waits before the next attempt, or fails once the policy's attempts of

@@ -29,7 +29,36 @@ public enum SyncCycleError: Error, Sendable, Equatable, CustomStringConvertible 
     /// True when the server refused the credential (401 `auth_required`) on any exchange.
     public var isAuthFailure: Bool {
         switch self {
-        case .sync(_, .http(401, _)), .push(.requestFailed(401, _)): true
+        case .sync(_, .http(401, _)), .push(.requestFailed(401, _)), .blocked(_, "auth_required", _): true
+        default: false
+        }
+    }
+
+    /// The stable code of the failure: the server's wire code when the server refused (or the stored blocking
+    /// error's code), else the engine's own snake_case rule. Never a value, token or cursor.
+    public var code: String {
+        switch self {
+        case .sync(_, let error): error.code
+        case .push(let error): error.code
+        case .retriesExhausted: "retries_exhausted"
+        case .reconnectLimit: "reconnect_limit"
+        case .rebuildLimit: "rebuild_limit"
+        case .illegalTransition: "invalid_state_transition"
+        case .scopeNotAssigned: "scope_not_assigned"
+        case .notCurrent: "not_current"
+        case .schemaResetNotPending: "schema_reset_not_pending"
+        case .cancelled: "cancelled"
+        case .blocked(_, let code, _): code
+        }
+    }
+
+    /// Whether running the same cycle again without any recovery may succeed: only a retryable failure whose
+    /// attempts ran out (its durable backoff record schedules the next attempt) and a stop.
+    public var isRetryable: Bool {
+        switch self {
+        case .retriesExhausted, .cancelled: true
+        case .sync(_, let error): error.isRetryable
+        case .push(let error): error.isRetryable
         default: false
         }
     }

@@ -28,6 +28,30 @@ public enum PushError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A store failure.
     case store(ClientStoreError)
 
+    /// The stable code: the server's wire code for a refused request (`http_<status>` when it sent none), else
+    /// the snake_case name of the case.
+    public var code: String {
+        switch self {
+        case .notConnected: "not_connected"
+        case .reservedEnvelopeTooLarge: "invalid_request"
+        case .ledgerIntegrity: "ledger_integrity"
+        case .sealedBatchInvalid: "sealed_batch_invalid"
+        case .transport: "transport"
+        case .requestFailed(let status, let code): code ?? "http_\(status)"
+        case .responseContract: "response_contract"
+        case .outcomeSchemaUnavailable: "outcome_schema_unavailable"
+        case .rowVerification: "row_verification"
+        case .renewalNotPossible: "renewal_not_possible"
+        case .store: "store"
+        }
+    }
+
+    /// Whether sending the same sealed batch again may succeed: only after a transport failure.
+    public var isRetryable: Bool {
+        if case .transport = self { return true }
+        return false
+    }
+
     public var description: String {
         switch self {
         case .notConnected: "push: the store is not connected"

@@ -15,7 +15,11 @@ import SynchroProtocol
 /// Seed continuation (`spec/seed-format.md` §8, `spec/integrity.md` §7.5): stored receipts are re-checked against
 /// local state first, the remaining ones are sent in `seed_receipts`, and the response must give every one of
 /// them a disposition (`scopes.add` or `scopes.remove`); installing it deletes every receipt in the same
-/// transaction. The store stays unbound (`client_server_id`) until a connect has been installed.
+/// transaction.
+///
+/// Identity: the client ID is bound (`client_server_id`) before the first connect is sent, in its own
+/// transaction, so the identity a server may have registered is the one every later run presents, even when the
+/// first answer never arrives (`docs/decisions.md`, "The client ID is stored before the first connect").
 public struct ConnectExchange: Sendable {
     /// Where and as whom to connect.
     public let context: SyncContext
@@ -101,6 +105,7 @@ public struct ConnectExchange: Sendable {
             request.schemaReset = true
         }
         let body = try SyncExchange.mapping { try CanonicalJSON.encode(request.json) }
+        try bindBeforeSending(request.clientID)
         let (json, _) = try SyncExchange.post(context.transport, path: "/sync/connect", body: body)
         SyncCrashPoint.connectReceived.reached()
         let response = try ConnectResponse(json: json)
@@ -124,6 +129,15 @@ public struct ConnectExchange: Sendable {
         try install(response, fresh: request.schema == nil, receiptScopes: receiptScopes, reset: schemaReset)
         SyncCrashPoint.connectInstalled.reached()
         return ConnectOutcome(schemaAction: response.action, seedReceipts: seedReceipts)
+    }
+
+    /// Stores the client ID the request presents when the store has none yet: an ID is persisted before the
+    /// request that uses it can be transmitted (client contract, "Client and mutation identifiers").
+    private func bindBeforeSending(_ clientID: String) throws(SyncError) {
+        try context.store.applySync { connection in
+            guard try MetaStore.value(.clientServerID, on: connection) == nil else { return }
+            try MetaStore.set(.clientServerID, clientID, on: connection)
+        }
     }
 
     private func requireSupportedSchema() throws(SyncError) {

@@ -65,6 +65,20 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The stable code: the server's wire code for a refusal (`http_<status>` when it sent none), else ``rule``.
+    public var code: String {
+        if case .http(let status, let code) = self { return code ?? "http_\(status)" }
+        return rule
+    }
+
+    /// Whether the same request may succeed when sent again: a transport failure, 429 and 503.
+    public var isRetryable: Bool {
+        switch self {
+        case .transport, .http(429, _), .http(503, _): true
+        default: false
+        }
+    }
+
     /// True for `503 capture_pending`, which leaves every local cursor and row as it was.
     public var isCapturePending: Bool {
         if case .http(503, "capture_pending") = self { return true }

@@ -6,4 +6,7 @@ enum ExitStatus: Int32 {
     case checkFailed = 1
     /// The invocation or its input is invalid: bad arguments, malformed JSON, a broken rule.
     case invalidInput = 2
+    /// `sync` and `rebuild`: the store holds a stored non-retryable refusal (a blocking error) and sends nothing
+    /// until its recovery is taken; the message names the code, its meaning and the command that recovers.
+    case blocked = 3
 }

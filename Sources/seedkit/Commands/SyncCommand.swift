@@ -161,6 +161,7 @@ enum SyncSession {
         } catch {
             console.detail("failed", since: start)
             output.failure(error)
+            if case .blocked = error { return .blocked }
             return .checkFailed
         }
     }
@@ -252,22 +253,54 @@ struct SyncOutput: Sendable {
 
     func failure(_ error: SyncCycleError) {
         var hint = ""
-        var members = [JSONMember("event", .string("error")), JSONMember("message", .string(error.description))]
+        var members = [
+            JSONMember("event", .string("error")), JSONMember("message", .string(error.description)),
+            JSONMember("code", .string(error.code)), JSONMember("retryable", .bool(error.isRetryable)),
+        ]
         if case .blocked(let operation, let code, let recoveryAction) = error {
             // A stored blocking error: name it so CI can act on it without parsing the message.
+            let recovery = Self.recovery(code: code, action: recoveryAction)
             members.append(JSONMember("blocked", .object(JSONObject([
                 "operation": .string(operation), "code": .string(code), "recovery_action": .string(recoveryAction),
+                "meaning": .string(Self.meaning(code: code)), "recovery": .string(recovery),
             ]))))
-            if recoveryAction == "schema_reset" {
-                hint = "seedkit: the recovery is an explicit schema reset: seedkit sync --schema-reset …\n"
-            } else if recoveryAction == "retry" {
-                hint = "seedkit: the recovery is an explicit retry: seedkit sync --retry-after-error …\n"
-            }
+            hint = "seedkit: \(code): \(Self.meaning(code: code))\nseedkit: recovery: \(recovery)\n"
         }
         if json, let bytes = try? CanonicalJSON.encode(.object(JSONObject(members))) {
             Terminal.out(bytes: bytes + [UInt8(ascii: "\n")])
         }
         Terminal.err("seedkit: sync failed: \(error)\n\(hint)")
+    }
+
+    /// What a stored blocking error's code means (the engine's dispatch table, else the local causes it records).
+    static func meaning(code: String) -> String {
+        if let refusal = SyncRefusal.named(code) { return refusal.meaning }
+        switch code {
+        case "incompatible_schema_transition", "unknown_schema_lineage":
+            return "the server does not support the schema installed in this store"
+        default:
+            return "the engine stopped on a non-retryable failure it stored"
+        }
+    }
+
+    /// The one command that recovers, or why none exists (docs/cli.md, "Stored refusals").
+    static func recovery(code: String, action: String) -> String {
+        switch (action, code) {
+        case ("schema_reset", _):
+            return "after upgrading the client: seedkit sync --schema-reset (same --server, --db and credential)"
+        case ("retry", "upgrade_required"):
+            return "upgrade the client (a newer --app-version), then: seedkit sync --retry-after-error"
+        case ("retry", "auth_required"):
+            return "with a valid credential: seedkit sync --retry-after-error"
+        case ("retry", _):
+            return "once the cause is remedied: seedkit sync --retry-after-error"
+        case (_, "client_retired"):
+            return "none for this store: a retired identity is never reused; sync a new store (another --db)"
+        case (_, "idempotency_conflict"):
+            return "none: the sealed request is kept for inspection (seedkit inspect) and is never sent again"
+        default:
+            return "none: the contract defines no recovery for this failure"
+        }
     }
 
     private static func text(_ event: SyncEvent) -> String {
