@@ -33,6 +33,10 @@ public enum PackError: Error, Sendable, Equatable, CustomStringConvertible {
     case trailingData
     /// The output would exceed the limit; nothing was published.
     case outputLimitExceeded(limit: Int64)
+    /// A packed seed's content is not a SQLite database (checked on its first 100 bytes, before writing them).
+    case notSQLiteDatabase(reason: String)
+    /// A packed seed's content runs past the database size its SQLite header declares.
+    case exceedsDeclaredDatabaseSize(declared: Int64)
     /// The destination exists and overwriting was not requested.
     case outputExists(path: String)
     /// A SQLite sidecar (`-wal`, `-shm`, `-journal`) sits beside the database being packed or unpacked:
@@ -60,6 +64,8 @@ public enum PackError: Error, Sendable, Equatable, CustomStringConvertible {
         case .corrupt: "corrupt_frame"
         case .trailingData: "trailing_data"
         case .outputLimitExceeded: "output_limit_exceeded"
+        case .notSQLiteDatabase: "not_sqlite"
+        case .exceedsDeclaredDatabaseSize: "exceeds_declared_database_size"
         case .outputExists: "output_exists"
         case .sidecarPresent: "sidecar_present"
         case .compressionFailed: "compression_failed"
@@ -71,7 +77,8 @@ public enum PackError: Error, Sendable, Equatable, CustomStringConvertible {
     public var isDamagedInput: Bool {
         switch self {
         case .notZstd, .missingContentChecksum, .declaredSizeExceedsLimit, .windowTooLarge, .truncated,
-            .checksumMismatch, .corrupt, .trailingData, .outputLimitExceeded:
+            .checksumMismatch, .corrupt, .trailingData, .outputLimitExceeded, .notSQLiteDatabase,
+            .exceedsDeclaredDatabaseSize:
             true
         default:
             false
@@ -109,6 +116,10 @@ public enum PackError: Error, Sendable, Equatable, CustomStringConvertible {
             "bytes follow the end of the zstd frame"
         case .outputLimitExceeded(let limit):
             "the output would exceed the limit of \(limit) bytes"
+        case .notSQLiteDatabase(let reason):
+            "the packed content is not a SQLite database: \(reason)"
+        case .exceedsDeclaredDatabaseSize(let declared):
+            "the packed content runs past the \(declared) bytes its SQLite header declares"
         case .outputExists(let path):
             "\(path) exists; overwriting it was not requested"
         case .sidecarPresent(let path):

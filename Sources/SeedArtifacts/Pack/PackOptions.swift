@@ -60,13 +60,17 @@ public struct UnpackOptions: Sendable {
     public var overwrite: Bool
     /// Called as the compressed input is consumed, from the calling thread.
     public var progress: (@Sendable (PackProgress) -> Void)?
+    /// The content must be a SQLite database (a packed seed): its header is checked on the first 100 bytes,
+    /// before they are written, and the output stops at the size the header declares (``SQLiteHeaderGate``).
+    public var requireSQLiteDatabase: Bool
 
     public init(
         maximumOutputBytes: Int64 = PackOptions.defaultMaximumOutputBytes, overwrite: Bool = false,
-        progress: (@Sendable (PackProgress) -> Void)? = nil
+        requireSQLiteDatabase: Bool = false, progress: (@Sendable (PackProgress) -> Void)? = nil
     ) {
         self.maximumOutputBytes = maximumOutputBytes
         self.overwrite = overwrite
+        self.requireSQLiteDatabase = requireSQLiteDatabase
         self.progress = progress
     }
 

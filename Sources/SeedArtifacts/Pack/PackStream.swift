@@ -13,11 +13,14 @@ struct PackStream: ~Copyable {
     let limit: Int64
     var input = PackTally()
     var output = PackTally()
+    /// For a packed seed: the SQLite header, checked before any output is written (nil: any content).
+    var gate: SQLiteHeaderGate?
 
-    init(source: PackInputFile, destination: DurableFile, limit: Int64) {
+    init(source: PackInputFile, destination: DurableFile, limit: Int64, requireSQLite: Bool = false) {
         self.source = source
         self.destination = destination
         self.limit = limit
+        gate = requireSQLite ? SQLiteHeaderGate() : nil
     }
 
     /// Reads the whole input and writes one complete frame; the input must still be `expectedSize`
@@ -68,6 +71,9 @@ struct PackStream: ~Copyable {
                     guard pending.pos == pending.size, try source.read(into: chunk.bytes) == 0 else {
                         throw .trailingData
                     }
+                    if let gate, !gate.isOpen {
+                        throw .notSQLiteDatabase(reason: "the content is shorter than a SQLite header")
+                    }
                     return
                 }
                 sinkFull = produced.pos == produced.size
@@ -79,8 +85,30 @@ struct PackStream: ~Copyable {
         }
     }
 
-    /// Checks the limit before any byte beyond it is written, then writes and tallies `bytes`.
+    /// Checks the limit before any byte beyond it is written, then writes and tallies `bytes`. A packed seed's
+    /// first 100 bytes are held back until its header is checked, and its declared size is a second limit.
     private mutating func emit(_ bytes: UnsafeRawBufferPointer) throws(PackError) {
+        guard !bytes.isEmpty else { return }
+        var bytes = bytes
+        if var pending = gate, !pending.isOpen {
+            let taken = try pending.take(bytes)
+            gate = pending
+            bytes = UnsafeRawBufferPointer(rebasing: bytes[taken...])
+            guard let declared = pending.declaredBytes else { return }
+            if declared < Int64(SeedFileProbe.headerBytes) { throw .exceedsDeclaredDatabaseSize(declared: declared) }
+            var failure: PackError?
+            pending.header.withUnsafeBytes { header in
+                do throws(PackError) { try write(header) } catch { failure = error }
+            }
+            if let failure { throw failure }
+        }
+        if let declared = gate?.declaredBytes, Int64(bytes.count) > declared - output.bytes {
+            throw .exceedsDeclaredDatabaseSize(declared: declared)
+        }
+        try write(bytes)
+    }
+
+    private mutating func write(_ bytes: UnsafeRawBufferPointer) throws(PackError) {
         guard !bytes.isEmpty else { return }
         guard Int64(bytes.count) <= limit - output.bytes else { throw .outputLimitExceeded(limit: limit) }
         output.add(bytes)

@@ -63,7 +63,9 @@ public enum SeedPacker {
         let prelude = try UnpackPrelude(source: source, limit: options.maximumOutputBytes)
         let destination = try outputFile(output, overwrite: options.overwrite)
         do throws(PackError) {
-            var stream = PackStream(source: source, destination: destination, limit: options.maximumOutputBytes)
+            var stream = PackStream(
+                source: source, destination: destination, limit: options.maximumOutputBytes,
+                requireSQLite: options.requireSQLiteDatabase)
             var meter = PackProgressMeter(options.progress, total: source.size)
             try stream.decompress(with: decompressor, prelude: prelude, meter: &meter)
             try publish(destination)

@@ -52,7 +52,7 @@ enum SeedFileProbe {
         return size
     }
 
-    private static func u32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
+    static func u32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
         bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | UInt32($1) }
     }
 

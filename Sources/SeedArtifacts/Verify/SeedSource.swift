@@ -18,9 +18,12 @@ struct SeedSource {
             let directory = temporaryDirectory ?? NSTemporaryDirectory()
             let target = URL(fileURLWithPath: directory)
                 .appendingPathComponent(".seedkit-unpacked-\(UUID().uuidString.lowercased()).db").path
-            do {
-                let options = UnpackOptions(maximumOutputBytes: maximumUnpackedBytes)
+            do throws(PackError) {
+                let options = UnpackOptions(maximumOutputBytes: maximumUnpackedBytes, requireSQLiteDatabase: true)
                 _ = try SeedPacker.unpack(path, to: target, options: options)
+            } catch .notSQLiteDatabase {
+                try? SeedStaging.removeFamily(target)
+                throw .notSQLite(path: path)
             } catch {
                 try? SeedStaging.removeFamily(target)
                 // A pack error's description already begins with its rule.
