@@ -29,6 +29,15 @@ struct ScopeDigestMemoTests {
         #expect(SeedReceiptStore.parseChecksum(stored) == remembered)
     }
 
+    @Test("a steady connect (the store already bound) keeps the remembered digests: the idle cycle stays cheap")
+    func steadyConnectKeepsDigests() throws {
+        let fixture = try SyncFixture()
+        try fixture.connectAndRebuild()
+        let remembered = try #require(fixture.store.scopeDigests.checksum(of: "catalog"))
+        try fixture.connect()
+        #expect(fixture.store.scopeDigests.checksum(of: "catalog") == remembered)
+    }
+
     @Test("an engine write between two verifications forgets the digests and the tampered row is detected")
     func engineWriteForcesRecomputation() throws {
         let fixture = try SyncFixture()
