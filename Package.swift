@@ -60,7 +60,8 @@ let package = Package(
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "_SeedkitTestSupport"]),
         .testTarget(name: "PostgresKitTests", dependencies: ["PostgresKit", "_SeedkitTestSupport"]),
         .testTarget(
-            name: "SynchroStoreTests", dependencies: ["SynchroStore", "SQLiteKit", "_SeedkitTestSupport"]),
+            name: "SynchroStoreTests",
+            dependencies: ["SynchroStore", "SynchroProtocol", "SQLiteKit", "_SeedkitTestSupport"]),
         .testTarget(
             name: "SynchroClientTests",
             dependencies: [

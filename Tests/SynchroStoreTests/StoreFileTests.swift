@@ -1,5 +1,6 @@
 import Foundation
 import SQLiteKit
+import SynchroProtocol
 import SynchroStore
 import Testing
 import _SeedkitTestSupport
@@ -84,5 +85,80 @@ struct StoreFileTests {
             "SELECT name || ' ' || tbl_name FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL ORDER BY name"
         ) { try $0.text(at: 0) }
         return layout
+    }
+}
+
+/// Names a server may not give (issue #19): the manifest-derived local schema refuses them before any DDL.
+@Suite("SynchroStore: server-provided names")
+struct ServerNameTests {
+    /// A one-table manifest whose table is `tableName` with one index `indexName` (and optionally a second table
+    /// named `otherTable`), with a correct hash.
+    static func manifest(tableName: String = "items", indexName: String, otherTable: String? = nil) -> JSONValue {
+        func table(_ id: String, _ name: String, indexes: [JSONValue]) -> JSONValue {
+            .object(JSONObject([
+                JSONMember("table_id", .string(id)), JSONMember("relation_id", .string("rel_" + id)),
+                JSONMember("name", .string(name)), JSONMember("composition", .string("single_scope")),
+                JSONMember("primary_key_field_id", .string("fld_id")),
+                JSONMember("lifecycle", .object(JSONObject([
+                    JSONMember("created_at_field_id", .null), JSONMember("updated_at_field_id", .null),
+                    JSONMember("deleted_at_field_id", .null),
+                ]))),
+                JSONMember("fields", .array([
+                    .object(JSONObject([
+                        JSONMember("field_id", .string("fld_id")), JSONMember("name", .string("id")),
+                        JSONMember("type", .string("string")), JSONMember("nullable", .bool(false)),
+                        JSONMember("writable", .bool(false)),
+                    ])),
+                    .object(JSONObject([
+                        JSONMember("field_id", .string("fld_body")), JSONMember("name", .string("body")),
+                        JSONMember("type", .string("string")), JSONMember("nullable", .bool(true)),
+                        JSONMember("writable", .bool(true)),
+                    ])),
+                ])),
+                JSONMember("indexes", .array(indexes)),
+            ]))
+        }
+        let index: JSONValue = .object(JSONObject([
+            JSONMember("index_id", .string("idx_1")), JSONMember("name", .string(indexName)),
+            JSONMember("field_ids", .array([.string("fld_body")])), JSONMember("unique", .bool(false)),
+        ]))
+        var tables = [table("tbl_items", tableName, indexes: [index])]
+        if let otherTable { tables.append(table("tbl_other", otherTable, indexes: [])) }
+        let body: JSONValue = .object(JSONObject([
+            JSONMember("schema_version", .number(JSONNumber(2))), JSONMember("parent_schema", .null),
+            JSONMember("transition_class", .string("initial")),
+            JSONMember("compatibility_floor", .number(JSONNumber(1))), JSONMember("tables", .array(tables)),
+        ]))
+        let hash = (try? SchemaManifest.computeHash(json: body)) ?? ""
+        guard case .object(let object) = body else { return body }
+        return .object(JSONObject(object.members + [JSONMember("schema_hash", .string(hash))]))
+    }
+
+    @Test("an index named like a client index, or in a reserved namespace, is refused", arguments: [
+        "idx_synchro_scope_rows_record", "IDX_SYNCHRO_PENDING_CHANGES_BATCH", "_synchro_evil", "sqlite_autoindex_x",
+    ])
+    func reservedIndexNames(name: String) throws {
+        let error = try #require(throws: SchemaApplicationError.self) {
+            try ClientManifest(json: Self.manifest(indexName: name))
+        }
+        #expect(error == .reservedIndexName(table: "items", index: name))
+    }
+
+    @Test("an index with a table's name is refused; an ordinary name and a synchro-like app name are accepted")
+    func collisionsAndOrdinaryNames() throws {
+        let error = try #require(throws: SchemaApplicationError.self) {
+            try ClientManifest(json: Self.manifest(indexName: "Other", otherTable: "other"))
+        }
+        #expect(error == .duplicateIndexName(table: "items", index: "Other"))
+        #expect(try ClientManifest(json: Self.manifest(indexName: "idx_items_body")).localSchema.count == 1)
+        #expect(try ClientManifest(json: Self.manifest(indexName: "idx_synchro_settings_body")).localSchema.count == 1)
+    }
+
+    @Test("a table named like a client index is refused")
+    func tableNamedLikeAnIndex() throws {
+        let error = try #require(throws: SchemaApplicationError.self) {
+            try ClientManifest(json: Self.manifest(tableName: "idx_synchro_scope_rows_record", indexName: "i"))
+        }
+        #expect(error == .reservedTableName("idx_synchro_scope_rows_record"))
     }
 }

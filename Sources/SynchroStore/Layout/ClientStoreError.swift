@@ -116,6 +116,10 @@ public enum SchemaApplicationError: Error, Sendable, Equatable, CustomStringConv
     case differentSchemaActive(version: Int64, hash: String)
     /// A synced table name is reserved (`_synchro_…`, `sqlite_…`, `grdb_migrations`).
     case reservedTableName(String)
+    /// A manifest index name is in the client's own namespaces (`_synchro_…`, `idx_synchro_…`, `sqlite_…`).
+    case reservedIndexName(table: String, index: String)
+    /// A manifest index name is already a table's or another index's name (SQLite compares them without case).
+    case duplicateIndexName(table: String, index: String)
     /// Two manifest tables map to the same local table name (SQLite names are case-insensitive).
     case duplicateTableName(String)
     /// A table with a synced table's name exists with a different layout (a local-only table is never altered).
@@ -132,6 +136,8 @@ public enum SchemaApplicationError: Error, Sendable, Equatable, CustomStringConv
         case .invalidManifest: "invalid_manifest"
         case .differentSchemaActive: "different_schema_active"
         case .reservedTableName: "reserved_table_name"
+        case .reservedIndexName: "reserved_index_name"
+        case .duplicateIndexName: "duplicate_index_name"
         case .duplicateTableName: "duplicate_table_name"
         case .tableConflict: "table_conflict"
         case .incompatibleChange: "incompatible_change"
@@ -143,6 +149,9 @@ public enum SchemaApplicationError: Error, Sendable, Equatable, CustomStringConv
         case .invalidManifest(let error): "the manifest is invalid: \(error)"
         case .differentSchemaActive(let version, let hash): "schema \(version)/\(hash) is already active"
         case .reservedTableName(let name): "synced table name \(name) is reserved"
+        case .reservedIndexName(let table, let index): "index \(index) of table \(table) has a reserved name"
+        case .duplicateIndexName(let table, let index):
+            "index \(index) of table \(table) has the name of another table or index"
         case .duplicateTableName(let name): "two manifest tables use the local name \(name)"
         case .tableConflict(let name): "table \(name) exists with a different layout"
         case .incompatibleChange(let table, let rule):

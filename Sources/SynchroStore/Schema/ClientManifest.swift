@@ -85,14 +85,26 @@ public struct ClientManifest: Sendable {
             columns: columns, indexes: indexes)
     }
 
+    /// Refuses names a server may not give: a synced table or an index in the client's own namespaces
+    /// (`_synchro_…`, `sqlite_…`, `grdb_migrations`, the client's internal index names), and two objects SQLite would take for one (tables and indexes share one case-insensitive namespace).
+    /// Without this a manifest index named like a client index is skipped by `CREATE INDEX IF NOT EXISTS`, and
+    /// removing it from the next version drops the client's own index (issue #19).
     private static func checkTableNames(_ tables: [LocalSchemaTable]) throws(SchemaApplicationError) {
         var seen: Set<String> = []
         for table in tables {
             let key = SQLName.normalized(table.tableName)
-            guard !SQLName.isReserved(table.tableName), !key.hasPrefix("sqlite_") else {
-                throw .reservedTableName(table.tableName)
-            }
+            guard !SQLName.isClientOwned(table.tableName) else { throw .reservedTableName(table.tableName) }
             guard seen.insert(key).inserted else { throw .duplicateTableName(table.tableName) }
+        }
+        for table in tables {
+            for index in table.indexes {
+                guard !SQLName.isClientOwned(index.name) else {
+                    throw .reservedIndexName(table: table.tableName, index: index.name)
+                }
+                guard seen.insert(SQLName.normalized(index.name)).inserted else {
+                    throw .duplicateIndexName(table: table.tableName, index: index.name)
+                }
+            }
         }
     }
 }

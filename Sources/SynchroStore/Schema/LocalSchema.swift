@@ -150,6 +150,23 @@ package enum SQLName {
         return key.hasPrefix("_synchro_") || key == "grdb_migrations" || key == "_grdb_migrations"
     }
 
+    /// The client's own indexes, created by the migration steps (`spec/client-store.md` §4): a server may not
+    /// name a synced index like one of them.
+    package static let internalIndexNames: Set<String> = [
+        "idx_synchro_mutation_values_field", "idx_synchro_pending_changes_batch",
+        "idx_synchro_pending_changes_dependency", "idx_synchro_pending_changes_normalized",
+        "idx_synchro_pending_changes_row_order", "idx_synchro_pending_changes_state_order",
+        "idx_synchro_pending_protocol_row_order", "idx_synchro_rejected_mutations_record",
+        "idx_synchro_scope_rows_record",
+    ]
+
+    /// Whether a server-provided table or index name is the client's: a reserved name, SQLite's own `sqlite_`
+    /// namespace, or one of the client's internal indexes.
+    package static func isClientOwned(_ name: String) -> Bool {
+        let key = normalized(name)
+        return isReserved(name) || key.hasPrefix("sqlite_") || internalIndexNames.contains(key)
+    }
+
     /// SQLite's own catalog tables.
     package static func isCatalog(_ name: String) -> Bool {
         switch normalized(name) {
