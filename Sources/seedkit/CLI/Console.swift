@@ -22,7 +22,7 @@ struct Console: Sendable {
 
     /// A summary or success line on standard output, unless quiet.
     func info(_ text: String) {
-        if !isQuiet { Terminal.out(text) }
+        if !isQuiet { Terminal.out(Terminal.printable(text)) }
     }
 
     /// An informational message on standard error (`server stopped`), unless quiet.
@@ -34,8 +34,8 @@ struct Console: Sendable {
     /// progress display that may be drawn there.
     func detail(_ line: @autoclosure () -> String) {
         guard isVerbose else { return }
-        let clear = isatty(STDERR_FILENO) == 1 ? "\r\u{1B}[K" : ""
-        Terminal.err("\(clear)\(command): \(line())\n")
+        if isatty(STDERR_FILENO) == 1 { Terminal.progress("\r\u{1B}[K") }
+        Terminal.err("\(command): \(line())\n")
     }
 
     /// `detail` with the time since `start` appended (`verified in 0.42 s`).

@@ -152,7 +152,7 @@ final class ExportDisplay: @unchecked Sendable {
         case .verifying:
             finishScope()
             console.detail("verifying the finished file (every publication and installer check)")
-            if enabled { Terminal.err("\r\u{1B}[Kverifying…") }
+            if enabled { Terminal.progress("\r\u{1B}[Kverifying…") }
             return
         case .evidencePublished(let path):
             console.detail("evidence published: \(path)")
@@ -166,7 +166,7 @@ final class ExportDisplay: @unchecked Sendable {
     }
 
     func finish() {
-        if enabled { Terminal.err("\r\u{1B}[K") }
+        if enabled { Terminal.progress("\r\u{1B}[K") }
     }
 
     private func finishScope() {
@@ -185,6 +185,6 @@ final class ExportDisplay: @unchecked Sendable {
         let rate = seconds > 0 ? Double(done) / seconds : 0
         let percent = total > 0 ? Int(Double(done) * 100 / Double(total)) : 100
         let remaining = rate > 0 ? Int(Double(total - done) / rate) : 0
-        Terminal.err("\r\u{1B}[Kexport \(percent)%  \(done)/\(total) rows  \(Int(rate)) rows/s  ~\(remaining)s left")
+        Terminal.progress("\r\u{1B}[Kexport \(percent)%  \(done)/\(total) rows  \(Int(rate)) rows/s  ~\(remaining)s left")
     }
 }

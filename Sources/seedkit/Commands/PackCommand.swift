@@ -67,7 +67,7 @@ struct PackOutput: Sendable {
             let total = progress.totalBytes
             guard total > 0 else { return }
             let done = progress.processedBytes >= total
-            Terminal.err("\r\(verb) \(input): \(progress.processedBytes * 100 / total)%" + (done ? "\n" : ""))
+            Terminal.progress("\r\(verb) \(input): \(progress.processedBytes * 100 / total)%" + (done ? "\n" : ""))
             lineOpen.flag.store(!done, ordering: .relaxed)
         }
     }

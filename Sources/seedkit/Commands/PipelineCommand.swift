@@ -171,7 +171,7 @@ private final class PipelineProgressLine: Sendable {
     func clear() {
         state.withLock { _ in
             finished.withLock { $0 = true }
-            Terminal.err("\r\u{1B}[K")
+            Terminal.progress("\r\u{1B}[K")
         }
     }
 
@@ -198,13 +198,13 @@ private final class PipelineProgressLine: Sendable {
         let now = ContinuousClock.now
         state.lastDraw = now
         guard !label.isEmpty else {
-            Terminal.err("\r\u{1B}[K")
+            Terminal.progress("\r\u{1B}[K")
             return
         }
         let elapsed = PipelineText.seconds(between: state.started, and: now)
         var line = label
         if let progress = state.progress { line += "  " + text(progress, elapsed: elapsed) }
-        Terminal.err("\r\u{1B}[K\(line)  \(PipelineText.seconds(elapsed))")
+        Terminal.progress("\r\u{1B}[K\(line)  \(PipelineText.seconds(elapsed))")
     }
 
     private static func label(_ step: PipelineStep) -> String {
