@@ -24,9 +24,10 @@ let package = Package(
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
         .target(name: "PostgresKit", dependencies: ["CPQ"]),
         .target(name: "SynchroHTTP", dependencies: ["CCurl", "SynchroProtocol"]),
-        .target(name: "SynchroStore", dependencies: ["SynchroProtocol", "SQLiteKit"]),
+        .target(name: "SynchroStore", dependencies: ["SynchroProtocol", "SQLiteKit", "SystemKit"]),
         .target(name: "SynchroClient", dependencies: ["SynchroProtocol", "SQLiteKit", "SynchroStore", "SystemKit"]),
-        .target(name: "SynchroServer", dependencies: ["SynchroProtocol", "SQLiteKit", "CMicroHTTPD", "CCrypto"]),
+        .target(
+            name: "SynchroServer", dependencies: ["SynchroProtocol", "SQLiteKit", "SystemKit", "CMicroHTTPD", "CCrypto"]),
         .target(
             name: "SeedArtifacts",
             dependencies: ["SynchroProtocol", "SQLiteKit", "SynchroStore", "SystemKit", "CZstd", "CCrypto"]),

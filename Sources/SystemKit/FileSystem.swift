@@ -112,3 +112,31 @@ package enum FileSystem {
         return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
     }
 }
+
+/// Files and directories only their owner may read: client stores, server databases and scratch space hold
+/// credentials' effects, cursors and row values, so they are created private whatever the umask (issue #19).
+package enum PrivateFiles {
+    /// Creates an empty file at `path` with mode 0600 when nothing is there, so that SQLite opening it next keeps
+    /// that mode (SQLite gives a database's `-wal`, `-shm` and `-journal` files the database's own mode). An
+    /// existing file keeps its mode.
+    package static func createIfMissing(_ path: String) throws(SystemError) {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if descriptor >= 0 {
+            close(descriptor)
+            return
+        }
+        let code = errno
+        guard code == EEXIST else { throw SystemError(operation: "create", path: path, code: code) }
+    }
+
+    /// A new directory `<temporary directory>/<prefix>-XXXXXX` with mode 0700 (`mkdtemp`), where `TMPDIR` names
+    /// the temporary directory when it is set.
+    package static func makeTemporaryDirectory(prefix: String) throws(SystemError) -> String {
+        let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        var template = Array((base.hasSuffix("/") ? base : base + "/").utf8CString.dropLast())
+            + Array("\(prefix)-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        guard made != nil else { throw SystemError(operation: "create a private directory in", path: base, code: errno) }
+        return template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+}

@@ -1,4 +1,5 @@
 import SQLiteKit
+import SystemKit
 import SynchroProtocol
 
 /// The reference server's embedded SQLite database: opening, schema, metadata counters and the
@@ -18,6 +19,8 @@ final class ServerStore {
     init(
         path: String, dataset: Dataset, rowsOverride: Int?, clock: any ServerClock, checkpointFrames: Int? = nil
     ) throws {
+        // Private whatever the umask: the database holds the server's HMAC keys, credentials' effects and rows.
+        if !path.hasPrefix("file:") && path != ":memory:" { try PrivateFiles.createIfMissing(path) }
         db = try Connection(path: path)
         try db.setBusyTimeout(milliseconds: 5000)
         _ = try db.setJournalMode(.wal)

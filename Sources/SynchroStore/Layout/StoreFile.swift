@@ -1,4 +1,5 @@
 import SQLiteKit
+import SystemKit
 
 /// Opening a database file in the client layout exactly as the engine does (`spec/client-store.md` §1, §2): the
 /// engine connection's settings, the remaining migration steps, the verified final layout and the stored local
@@ -17,8 +18,14 @@ package enum StoreFile {
 
     /// Opens (creating when missing) the file at `path` with the engine connection, runs the remaining migration
     /// steps and verifies the result; `clock` stamps the rows the migration writes.
+    /// A new file is created with mode 0600 (its `-wal` and `-shm` follow): a store holds cursors and row values.
     package static func open(path: String, clock: ClientClock) throws(ClientStoreError) -> Opened {
         let connection: Connection
+        do {
+            try PrivateFiles.createIfMissing(path)
+        } catch {
+            throw .sqlite(SQLiteError(reason: .sqlite, code: .cannotOpen, message: "\(error)"))
+        }
         do {
             connection = try ConnectionConventions.openEngine(path: path)
         } catch {

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import SynchroProtocol
 import SynchroServer
+import SystemKit
 
 /// `seedkit serve`: the reference protocol 3 server on loopback, until SIGINT or SIGTERM.
 ///
@@ -52,8 +53,19 @@ enum ServeCommand {
             Terminal.err("seedkit: invalid dataset: \(error)\n")
             return .invalidInput
         }
-        let databasePath = arguments.values["db"]
-            ?? FileManager.default.temporaryDirectory.appendingPathComponent("seedkit-serve-\(UUID().uuidString).db").path
+        // Without --db the database lives in a private directory (0700, the file 0600) removed when serve exits:
+        // it holds the server's HMAC keys and every row.
+        var scratch: String?
+        if arguments.values["db"] == nil {
+            do {
+                scratch = try PrivateFiles.makeTemporaryDirectory(prefix: "seedkit-serve")
+            } catch {
+                Terminal.err("seedkit: \(error)\n")
+                return .checkFailed
+            }
+        }
+        defer { if let scratch { FileSystem.removeTree(scratch) } }
+        let databasePath = arguments.values["db"] ?? scratch! + "/server.db"
         let configuration = ServerConfiguration(
             dataset: dataset, rowsOverride: rows, databasePath: databasePath, credentials: credentials,
             operatorToken: arguments.values["operator-token"] ?? environment["SEEDKIT_OPERATOR_TOKEN"],
