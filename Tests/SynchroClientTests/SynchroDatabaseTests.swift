@@ -121,16 +121,17 @@ struct SynchroDatabaseTests {
         #expect(states.all.contains(.rebuilding) && states.all.last == .ready)
         #expect(try database.query("SELECT count(*) AS n FROM notes").first?.values.first != .integer(0))
 
+        // A steady cycle with nothing to do is one pull: the connection of the previous cycle stands.
         transport.reset()
         scheduler.runNext()
-        #expect(transport.paths == ["/sync/connect", "/sync/pull"])
+        #expect(transport.paths == ["/sync/pull"])
         #expect(scheduler.pendingDelays == [.seconds(30)])
         observation.cancel()
     }
 
     @Test("one owner at a time: a second open fails with a typed error until the first closes")
     func singleOwner() throws {
-        #expect(throws: SynchroDatabaseError.databaseInUse(path: directory.path("app.db"))) {
+        #expect(throws: SynchroDatabaseError.storeInUse(path: directory.path("app.db"), holderPID: getpid())) {
             try SynchroDatabase(configuration: configuration())
         }
         database.close()

@@ -59,8 +59,11 @@ public struct SyncStatusSnapshot: Sendable, Equatable {
     public let state: SyncState
     /// While in `backoff`: the interrupted state.
     public let interruptedState: SyncState?
-    /// Whether sync is started (armed), whatever the current state.
+    /// Whether sync is started (armed), whatever the current state; true while paused.
     public let isStarted: Bool
+    /// Whether the started lifecycle is paused (``SynchroDatabase/pause()``): local work continues, nothing is
+    /// sent until ``SynchroDatabase/resume()``.
+    public let isPaused: Bool
     /// Unresolved ledger entries.
     public let pendingMutations: Int
     /// The typed error that ended the last cycle, nil after a successful one.
@@ -77,24 +80,29 @@ public struct SyncStatusSnapshot: Sendable, Equatable {
 /// SQL with capture, the client-owned sync lifecycle on a background scheduler, typed status and events, and
 /// inspection of retained and rejected mutation records.
 ///
-/// One ``SynchroDatabase`` owns its file at a time (``DatabaseLock``): a second open of the same file, in this
-/// process or another, fails with ``SynchroDatabaseError/databaseInUse(path:)``. Sync lifecycle calls from inside
-/// an application transaction callback are refused before any lifecycle lock is taken.
+/// One ``SynchroDatabase`` owns its file at a time (the store's owner lock, seed 002): a second open of the same
+/// file, in this process or another, fails at once with ``SynchroDatabaseError/storeInUse(path:holderPID:)``.
+/// Sync lifecycle calls from inside an application transaction callback are refused before any lifecycle lock is
+/// taken.
 public final class SynchroDatabase: Sendable {
     /// The configuration it was opened with.
     public let configuration: SynchroDatabaseConfiguration
     let store: ClientStore
-    private let lock: Mutex<DatabaseLock?>
-    private let status = SyncStatus()
-    private let lifecycle = Mutex(Lifecycle())
-    private let statusObservers = SyncObservers<SyncStatusSnapshot>()
-    private let eventObservers = SyncObservers<SyncEvent>()
-    private let stateObservation: Mutex<SyncObservation?> = Mutex(nil)
+    let status = SyncStatus()
+    let lifecycle = Mutex(Lifecycle())
+    let statusObservers = SyncObservers<SyncStatusSnapshot>()
+    let eventObservers = SyncObservers<SyncEvent>()
+    let stateObservation: Mutex<SyncObservation?> = Mutex(nil)
+    /// Callers awaiting one mutation's settlement (``settlement(of:)``).
+    let settlementWaiters = SettlementWaiters()
 
     /// The mutable lifecycle, guarded by `lifecycle`.
-    private struct Lifecycle {
-        /// Non-nil while sync is started; a new signal per start, so a stale cycle cannot reschedule itself.
+    struct Lifecycle {
+        /// Non-nil while cycles may run; a new signal per start or resume, so a stale cycle cannot reschedule
+        /// itself.
         var signal: SyncStopSignal?
+        /// Started but paused: no signal, no cycle, until `resume()`.
+        var paused = false
         var scheduled: SyncScheduledTask?
         var running = false
         var rerun = false
@@ -105,18 +113,19 @@ public final class SynchroDatabase: Sendable {
     }
 
     /// Opens (creating when missing) the database: takes the owner lock, migrates the file to the current
-    /// layout and validates it. Sync is not started.
+    /// layout and validates it. Sync is not started. Another owner of the file fails the open at once with
+    /// ``SynchroDatabaseError/storeInUse(path:holderPID:)``.
     public init(configuration: SynchroDatabaseConfiguration) throws(SynchroDatabaseError) {
-        let lock = try DatabaseLock(databasePath: configuration.path)
         do {
             store = try ClientStore(configuration: ClientStoreConfiguration(
                 path: configuration.path, clientID: configuration.clientID, uuids: configuration.uuids,
                 clock: configuration.clock))
+        } catch .storeInUse(let path, let holder) {
+            throw .storeInUse(path: path, holderPID: holder)
         } catch {
             throw .store(error)
         }
         self.configuration = configuration
-        self.lock = Mutex(lock)
         let observation = status.observe { [weak self] state in
             self?.eventObservers.notify(.stateChanged(state))
             self?.publishStatus()
@@ -139,29 +148,17 @@ public final class SynchroDatabase: Sendable {
         close()
     }
 
-    /// Stops sync, closes the store and releases the owner lock. Later calls fail with `closed`.
-    public func close() {
-        let (signal, task) = lifecycle.withLock { lifecycle in
-            defer {
-                lifecycle.signal = nil
-                lifecycle.scheduled = nil
-                lifecycle.closed = true
-            }
-            return (lifecycle.signal, lifecycle.scheduled)
-        }
-        signal?.stop()
-        task?.cancel()
-        stateObservation.withLock { $0?.cancel() }
-        // The engine lock orders this after any transaction a finishing cycle is in; later steps fail `closed`.
-        store.close()
-        lock.withLock { $0 = nil }
-    }
-
     // MARK: - Local SQL
 
     /// Runs one read-only statement (``ClientStore/query(_:_:)``).
     public func query(_ sql: String, _ parameters: [SQLiteValue] = []) throws(ApplicationSQLError) -> [Row] {
         try store.query(sql, parameters)
+    }
+
+    /// Runs one read-only statement and returns its first row, or nil when it returns none (seed 001; extra
+    /// rows are not an error, as upstream's `queryOne`). The same read-only policy as ``query(_:_:)`` applies.
+    public func queryOne(_ sql: String, _ parameters: [SQLiteValue] = []) throws(ApplicationSQLError) -> Row? {
+        try store.query(sql, parameters).first
     }
 
     /// Runs one write in its own transaction, capturing writes to synced tables (``ClientStore/execute(_:_:)``).
@@ -185,92 +182,16 @@ public final class SynchroDatabase: Sendable {
         try store.atomicWriteTransaction(body)
     }
 
-    // MARK: - Sync lifecycle
-
-    /// Arms the client-owned sync lifecycle: a cycle now, then one every ``SynchroDatabaseConfiguration/syncInterval``,
-    /// retries at their durable deadlines, until ``stopSync()``. Refused while a blocking error is stored (its
-    /// recovery action comes first). Starting again after an error is the explicit `error → local_ready`.
-    public func startSync() throws(SynchroDatabaseError) {
-        try requireOutsideApplicationTransaction()
-        if let blocking = try blockingError() {
-            throw .syncBlocked(
-                operation: blocking.operation, code: blocking.code, recoveryAction: blocking.recoveryAction)
-        }
-        try arm(reset: false)
-    }
-
-    /// Stops network work: the running cycle stops at its next step boundary and nothing more is scheduled.
-    /// Durable state (queue, batches, cursors, checksums, rebuild attempts, retry record) is untouched, and
-    /// local writes keep being captured.
-    public func stopSync() throws(SynchroDatabaseError) {
-        try requireOutsideApplicationTransaction()
-        let (signal, task, running) = lifecycle.withLock { lifecycle in
-            defer {
-                lifecycle.signal = nil
-                lifecycle.scheduled = nil
-                lifecycle.rerun = false
-            }
-            return (lifecycle.signal, lifecycle.scheduled, lifecycle.running)
-        }
-        signal?.stop()
-        task?.cancel()
-        // A running cycle moves itself to `stopped` at its next step; an idle client moves now.
-        if !running, status.state != .stopped { try? status.transition(to: .stopped) }
-    }
-
-    /// Requests an immediate cycle through the scheduler (after the running one, if any).
-    public func syncNow() throws(SynchroDatabaseError) {
-        try requireOutsideApplicationTransaction()
-        let signal = try lifecycle.withLock {
-            (lifecycle: inout Lifecycle) throws(SynchroDatabaseError) -> SyncStopSignal? in
-            guard !lifecycle.closed else { throw .closed }
-            guard let signal = lifecycle.signal else { throw .syncNotStarted }
-            if lifecycle.running {
-                lifecycle.rerun = true
-                return nil
-            }
-            lifecycle.scheduled?.cancel()
-            return signal
-        }
-        if let signal { schedule(after: .zero, signal: signal) }
-    }
-
-    /// The explicit recovery of an `unsupported` schema by an upgraded application (`spec/wire-protocol.md`
-    /// §3.7, §10.3): arms sync whose next cycle connects with `schema_reset` (``SyncCycle/runSchemaReset()``).
-    public func resetSchema() throws(SynchroDatabaseError) {
-        try requireOutsideApplicationTransaction()
-        guard try blockingError()?.recoveryAction == "schema_reset" else { throw .schemaResetNotPending }
-        try stopSync()
-        try arm(reset: true)
-    }
-
-    /// The explicit `retry` recovery (`spec/wire-protocol.md` §10.2): clears a stored blocking error whose
-    /// recovery action is `retry` (``SyncCycle/acknowledgeBlockingError()``) and arms sync. A stored error that
-    /// needs another action is refused with ``SynchroDatabaseError/syncBlocked(operation:code:recoveryAction:)``
-    /// and stays; with no error stored this only arms sync.
-    public func retryAfterError() throws(SynchroDatabaseError) {
-        try requireOutsideApplicationTransaction()
-        do {
-            _ = try SyncCycle(context: makeContext(), delay: { _ in }).acknowledgeBlockingError()
-        } catch .blocked(let operation, let code, let recoveryAction) {
-            throw .syncBlocked(operation: operation, code: code, recoveryAction: recoveryAction)
-        } catch .sync(_, .store(let error)) {
-            throw error == .closed ? .closed : .store(error)
-        } catch {
-            throw .store(.sqlite(SQLiteError(reason: .sqlite, code: .error, message: error.description)))
-        }
-        try stopSync()
-        try arm(reset: false)
-    }
-
     /// The current state and bounded diagnostics.
     public func getSyncStatus() -> SyncStatusSnapshot {
         let machine = status.snapshot
-        let (signal, lastError, lastSummary) = lifecycle.withLock { ($0.signal, $0.lastError, $0.lastSummary) }
+        let (signal, paused, lastError, lastSummary) = lifecycle.withLock {
+            ($0.signal, $0.paused, $0.lastError, $0.lastSummary)
+        }
         let inspection = try? store.inspect()
         let backoff = try? store.backoff()
         return SyncStatusSnapshot(
-            state: machine.state, interruptedState: machine.interrupted, isStarted: signal != nil,
+            state: machine.state, interruptedState: machine.interrupted, isStarted: signal != nil || paused, isPaused: paused,
             pendingMutations: inspection?.pendingMutationCount ?? 0, lastError: lastError, lastSummary: lastSummary,
             blockingError: inspection?.blockingError, nextRetryAtMilliseconds: backoff?.nextRetryAtMilliseconds)
     }
@@ -317,12 +238,12 @@ public final class SynchroDatabase: Sendable {
 
     // MARK: - Helpers
 
-    private func requireOutsideApplicationTransaction() throws(SynchroDatabaseError) {
+    func requireOutsideApplicationTransaction() throws(SynchroDatabaseError) {
         guard !ApplicationScope.isActive(store) else { throw .calledInsideApplicationTransaction }
     }
 
     /// The stored blocking error, read as the engine reads it when it refuses a cycle.
-    private func blockingError() throws(SynchroDatabaseError) -> ClientInspection.BlockingError? {
+    func blockingError() throws(SynchroDatabaseError) -> ClientInspection.BlockingError? {
         do {
             return try BlockingErrorStore.stored(in: store)
         } catch .store(let error) {
@@ -332,7 +253,7 @@ public final class SynchroDatabase: Sendable {
         }
     }
 
-    private func engineRead<Value: Sendable>(
+    func engineRead<Value: Sendable>(
         _ body: @escaping (Connection) throws -> Value
     ) throws(SynchroDatabaseError) -> Value {
         do {
@@ -345,90 +266,4 @@ public final class SynchroDatabase: Sendable {
         }
     }
 
-    /// Starts a new lifecycle (idempotent while started) and schedules a cycle now.
-    private func arm(reset: Bool) throws(SynchroDatabaseError) {
-        let signal = try lifecycle.withLock {
-            (lifecycle: inout Lifecycle) throws(SynchroDatabaseError) -> SyncStopSignal? in
-            guard !lifecycle.closed else { throw .closed }
-            lifecycle.resetRequested = lifecycle.resetRequested || reset
-            guard lifecycle.signal == nil else { return nil }
-            let signal = SyncStopSignal()
-            lifecycle.signal = signal
-            return signal
-        }
-        if let signal { schedule(after: .zero, signal: signal) }
-    }
-
-    private func schedule(after delay: Duration, signal: SyncStopSignal) {
-        let task = configuration.scheduler.schedule(after: delay) { [weak self] in self?.runCycle(signal: signal) }
-        lifecycle.withLock { lifecycle in
-            if lifecycle.signal === signal { lifecycle.scheduled = task } else { task.cancel() }
-        }
-    }
-
-    /// One cycle of the lifecycle armed with `signal`, then the next one scheduled.
-    private func runCycle(signal: SyncStopSignal) {
-        let reset = lifecycle.withLock { lifecycle -> Bool? in
-            guard lifecycle.signal === signal, !lifecycle.running else {
-                if lifecycle.signal === signal { lifecycle.rerun = true }
-                return nil
-            }
-            lifecycle.running = true
-            lifecycle.scheduled = nil
-            defer { lifecycle.resetRequested = false }
-            return lifecycle.resetRequested
-        }
-        guard let reset else { return }
-        let cycle = makeCycle(signal: signal)
-        var failure: SyncCycleError?
-        var summary: SyncSummary?
-        do {
-            summary = reset ? try cycle.runSchemaReset() : try cycle.run()
-        } catch {
-            failure = error
-        }
-        let rerun = lifecycle.withLock { lifecycle -> Bool in
-            lifecycle.running = false
-            lifecycle.lastError = failure
-            if let summary { lifecycle.lastSummary = summary }
-            defer { lifecycle.rerun = false }
-            return lifecycle.rerun
-        }
-        if let failure { eventObservers.notify(.failed(failure)) }
-        publishStatus()
-        guard !signal.isStopped, let next = nextDelay(after: failure, rerun: rerun) else { return }
-        schedule(after: next, signal: signal)
-    }
-
-    /// When the next cycle runs: now after a `syncNow()` during the cycle, at the durable retry deadline after
-    /// retries ran out, after the interval after success; never after a non-retryable error (a timer cannot
-    /// leave `error`, `spec/wire-protocol.md` §10.2) or a stop.
-    private func nextDelay(after failure: SyncCycleError?, rerun: Bool) -> Duration? {
-        if rerun { return .zero }
-        guard let failure else { return configuration.syncInterval }
-        guard case .retriesExhausted = failure else { return nil }
-        let deadline = (try? store.backoff())?.nextRetryAtMilliseconds ?? 0
-        return .milliseconds(max(0, deadline - configuration.clock.nowMilliseconds()))
-    }
-
-    private func makeContext() -> SyncContext {
-        SyncContext(
-            store: store, transport: configuration.transport, platform: configuration.platform,
-            appVersion: configuration.appVersion, pageLimit: configuration.pageLimit)
-    }
-
-    private func makeCycle(signal: SyncStopSignal) -> SyncCycle {
-        let scheduler = configuration.scheduler
-        let events = eventObservers
-        let context = makeContext()
-        return SyncCycle(
-            context: context, configuration: configuration.cycle,
-            delay: { duration in scheduler.wait(for: duration, signal: signal) },
-            events: { event in events.notify(event) }, random: configuration.random,
-            isCancelled: { signal.isStopped }, status: status)
-    }
-
-    private func publishStatus() {
-        statusObservers.notify(getSyncStatus())
-    }
 }

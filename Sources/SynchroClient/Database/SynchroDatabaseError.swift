@@ -2,10 +2,10 @@ import SynchroStore
 /// Why a ``SynchroDatabase`` call failed. Cases name rules, paths and codes only: never credentials, tokens,
 /// request bodies or row values.
 public enum SynchroDatabaseError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// Another open ``SynchroDatabase`` (in this or another process) owns the database.
-    case databaseInUse(path: String)
-    /// The lock file beside the database could not be created or locked.
-    case lockUnavailable(path: String, errno: Int32)
+    /// Another owner — a ``SynchroDatabase`` or a `seedkit` command, in this or another process — holds the
+    /// store (seed 002: one physical owner, a competing open fails with `store_in_use`). Refused at once, never
+    /// waited for; `holderPID` names the owner's process when it recorded one.
+    case storeInUse(path: String, holderPID: Int32?)
     /// The local store failed to open or to answer.
     case store(ClientStoreError)
     /// A sync lifecycle method was called from inside an application transaction callback; refused before any
@@ -14,8 +14,14 @@ public enum SynchroDatabaseError: Error, Sendable, Equatable, CustomStringConver
     /// A stored blocking error stops sync until its recovery action is taken (`schema_reset`:
     /// ``SynchroDatabase/resetSchema()``).
     case syncBlocked(operation: String, code: String, recoveryAction: String)
-    /// `syncNow()` was called while sync is not started.
+    /// `syncNow()` or `pause()` was called while sync is not started.
     case syncNotStarted
+    /// `syncNow()` was called while sync is paused; ``SynchroDatabase/resume()`` first.
+    case syncPaused
+    /// ``SynchroDatabase/settlement(of:)`` was asked about a mutation ID the ledger does not hold.
+    case unknownMutation(mutationID: String)
+    /// The task awaiting a settlement was cancelled; the mutation itself is untouched.
+    case settlementCancelled
     /// A schema reset was requested but no `unsupported` schema awaits one.
     case schemaResetNotPending
     /// A retained record is neither a current nor a legacy record (only some of its fields are present).
@@ -29,12 +35,14 @@ public enum SynchroDatabaseError: Error, Sendable, Equatable, CustomStringConver
     /// Stable snake_case name of the rule.
     public var rule: String {
         switch self {
-        case .databaseInUse: "database_in_use"
-        case .lockUnavailable: "lock_unavailable"
+        case .storeInUse: "store_in_use"
         case .store(let error): "store.\(error.rule)"
         case .calledInsideApplicationTransaction: "called_inside_application_transaction"
         case .syncBlocked: "sync_blocked"
         case .syncNotStarted: "sync_not_started"
+        case .syncPaused: "sync_paused"
+        case .unknownMutation: "unknown_mutation"
+        case .settlementCancelled: "settlement_cancelled"
         case .schemaResetNotPending: "schema_reset_not_pending"
         case .inconsistentRecord: "inconsistent_record"
         case .legacyRecordPresent: "legacy_record_present"
@@ -44,14 +52,17 @@ public enum SynchroDatabaseError: Error, Sendable, Equatable, CustomStringConver
 
     public var description: String {
         switch self {
-        case .databaseInUse(let path): "the database \(path) is already open in another SynchroDatabase"
-        case .lockUnavailable(let path, let errno): "cannot lock \(path) (errno \(errno))"
+        case .storeInUse(let path, let holder):
+            "the store \(path) is in use by \(holder.map { "process \($0)" } ?? "another owner") (store_in_use)"
         case .store(let error): "store: \(error)"
         case .calledInsideApplicationTransaction:
             "a sync lifecycle method was called from inside an application transaction"
         case .syncBlocked(let operation, let code, let recovery):
             "sync is blocked by \(code) during \(operation) (recovery: \(recovery))"
         case .syncNotStarted: "sync is not started"
+        case .syncPaused: "sync is paused"
+        case .unknownMutation(let id): "no mutation \(id) in the ledger"
+        case .settlementCancelled: "the wait for a settlement was cancelled"
         case .schemaResetNotPending: "no unsupported schema awaits a reset"
         case .inconsistentRecord(let id, let rule): "retained record \(id) is inconsistent (\(rule))"
         case .legacyRecordPresent(let id):

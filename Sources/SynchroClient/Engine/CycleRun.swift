@@ -13,9 +13,14 @@ final class CycleRun {
     private var explicitRebuild: [String]??
     /// Whether the next connect is the explicit schema reset.
     var schemaReset: Bool
+    /// Whether a connection left standing by the previous run (state `ready`) is used instead of a new connect.
+    private let reuseConnection: Bool
 
-    init(cycle: SyncCycle, explicitRebuild: [String]?? = nil, schemaReset: Bool = false) {
+    init(
+        cycle: SyncCycle, explicitRebuild: [String]?? = nil, schemaReset: Bool = false, reuseConnection: Bool = false
+    ) {
         self.cycle = cycle
+        self.reuseConnection = reuseConnection
         self.explicitRebuild = explicitRebuild
         self.schemaReset = schemaReset
         transport = MeteredTransport(cycle.context.transport)
@@ -32,6 +37,7 @@ final class CycleRun {
         // A reset interrupted after it was applied still counts: running the same command again finishes it.
         if schemaReset, try !resetPending(), try !resetApplied() { throw .schemaResetNotPending }
         try refuseWhileBlocked()
+        let connected = reuseConnection && !schemaReset && cycle.status.state == .ready
         if [.uninitialized, .error, .stopped].contains(cycle.status.state) {
             try enter(.localReady)
         }
@@ -40,7 +46,7 @@ final class CycleRun {
         // A resumed reset already recovered the error: the connect is then an ordinary one.
         if schemaReset, try !resetPending() { schemaReset = false }
         try honourStoredBackoff()
-        try connect()
+        if !connected { try connect() }
         var reconnects = 0
         while true {
             do throws(SyncCycleError) {

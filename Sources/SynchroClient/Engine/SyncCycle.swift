@@ -86,6 +86,14 @@ public struct SyncCycle: Sendable {
         try run(CycleRun(cycle: self))
     }
 
+    /// Runs the cycle as a long-lived host does between its cycles (``SynchroDatabase``): while ``status`` is
+    /// still `ready` from the previous run the connection stands, so the cycle goes straight to push, rebuild and
+    /// pull — a steady cycle with nothing to do is one pull. A generation or schema refusal reconnects as in any
+    /// run; from any other state this is ``run()``.
+    func runConnected() throws(SyncCycleError) -> SyncSummary {
+        try run(CycleRun(cycle: self, reuseConnection: true))
+    }
+
     /// Runs one cycle that, after connect and push, starts a new rebuild attempt of each scope in `scopes` (every
     /// assigned scope when nil) through the durable rebuild path: the scope's attempt and page receipts are
     /// discarded and its cursor and checksum invalidated in one transaction, then it is rebuilt under a new

@@ -13,6 +13,10 @@ import SynchroProtocol
 ///
 /// Each connection is used under its own lock. An application transaction callback must return before the
 /// store's other methods are called: they are refused from inside it instead of waiting on its write lock.
+///
+/// A store has one owner (``StoreOwnerLock``): opening takes an exclusive lock on `<path>.lock` before the file
+/// is touched and `close()` releases it, so a second open — in another process or this one — fails at once with
+/// ``ClientStoreError/storeInUse(path:holderPID:)``.
 public final class ClientStore: Sendable {
     /// The configuration the store was opened with.
     public let configuration: ClientStoreConfiguration
@@ -27,6 +31,8 @@ public final class ClientStore: Sendable {
     private let parsedManifest = Mutex<(text: String, manifest: ClientManifest)?>(nil)
     /// Checkpoints beside a bulk apply (``beginBulkApply()``).
     let checkpointer: WALCheckpointer
+    /// The owner lock, held from open to close.
+    private let owner: Mutex<StoreOwnerLock?>
 
     /// Opens (creating when missing) the working database, runs the remaining migration steps — which turns a
     /// seed in the interchange baseline layout into the current layout — and verifies the result.
@@ -34,6 +40,8 @@ public final class ClientStore: Sendable {
         guard configuration.clientID.isCleanClientID else {
             throw .invalidConfiguration(reason: "the client ID is empty or not I-JSON clean")
         }
+        // Taken before the file is opened: a refused opener must not migrate or checkpoint the owner's file.
+        let ownerLock = try StoreOwnerLock(storePath: configuration.path)
         self.configuration = configuration
         checkpointer = WALCheckpointer(path: configuration.path)
         let opened = try StoreFile.open(path: configuration.path, clock: configuration.clock)
@@ -55,6 +63,7 @@ public final class ClientStore: Sendable {
         openedLayout = layout
         engine = Mutex(engineConnection)
         application = Mutex(applicationConnection)
+        owner = Mutex(ownerLock)
     }
 
     deinit {
@@ -76,6 +85,8 @@ public final class ClientStore: Sendable {
             connection?.close()
             connection = nil
         }
+        // Released last: the next owner opens a file no connection of this one still writes.
+        owner.withLock { $0 = nil }
     }
 
     // MARK: - Engine
@@ -172,9 +183,10 @@ public final class ClientStore: Sendable {
 
     /// Runs `body` in one server-apply transaction: `sync_lock = '1'` from start to just before commit, so rows
     /// written for pull, rebuild, push reconciliation, scope cleanup or seed installation create no mutation
-    /// (no echo). A failure rolls everything back, including the flag.
+    /// (no echo). A failure rolls everything back, including the flag. Engine-only (`package`): the public API
+    /// never reaches an uncaptured write.
     @discardableResult
-    public func serverApply<Value: Sendable>(
+    package func serverApply<Value: Sendable>(
         _ body: (EngineTransaction) throws -> Value
     ) throws -> Value {
         guard !ApplicationScope.isActive(self) else { throw ClientStoreError.calledInsideApplicationTransaction }

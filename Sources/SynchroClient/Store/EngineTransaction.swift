@@ -4,8 +4,10 @@ import SynchroStore
 /// One transaction on the engine connection, handed to an engine callback (server apply, schema work).
 ///
 /// Unlike ``ApplicationTransaction`` it is not restricted: it is how the engine (and tests standing in for the
-/// sync loop) writes synced tables and Synchro metadata. It is valid only inside its callback.
-public final class EngineTransaction {
+/// sync loop) writes synced tables and Synchro metadata. It is valid only inside its callback. It is `package`,
+/// never public: an application that could write here would bypass capture and forge server state (client
+/// contract, "Public native SDK surface").
+package final class EngineTransaction {
     let connection: Connection
     private(set) var isActive = true
 
@@ -19,7 +21,7 @@ public final class EngineTransaction {
 
     /// Runs one statement and returns the number of rows it changed.
     @discardableResult
-    public func execute(_ sql: String, _ arguments: [SQLiteValue] = []) throws(ClientStoreError) -> Int {
+    package func execute(_ sql: String, _ arguments: [SQLiteValue] = []) throws(ClientStoreError) -> Int {
         try requireActive()
         do {
             try connection.run(sql, arguments)
@@ -30,7 +32,7 @@ public final class EngineTransaction {
     }
 
     /// Runs one statement and returns its rows.
-    public func query(_ sql: String, _ arguments: [SQLiteValue] = []) throws(ClientStoreError) -> [Row] {
+    package func query(_ sql: String, _ arguments: [SQLiteValue] = []) throws(ClientStoreError) -> [Row] {
         try requireActive()
         do {
             return try Row.collect(connection.prepare(sql), arguments)
@@ -40,7 +42,7 @@ public final class EngineTransaction {
     }
 
     /// The value of a `_synchro_meta` key.
-    public func meta(_ key: MetaKey) throws(ClientStoreError) -> String? {
+    package func meta(_ key: MetaKey) throws(ClientStoreError) -> String? {
         try requireActive()
         do {
             return try MetaStore.value(key, on: connection)

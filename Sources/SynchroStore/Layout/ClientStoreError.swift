@@ -63,6 +63,11 @@ public enum ClientStoreError: Error, Sendable, Equatable, CustomStringConvertibl
     case calledInsideApplicationTransaction
     /// The configuration cannot be used (for example an empty client ID).
     case invalidConfiguration(reason: String)
+    /// Another open store — in another process or this one — owns the file (``StoreOwnerLock``); refused at
+    /// once, never waited for. `holderPID` is the owner's process ID when it recorded one.
+    case storeInUse(path: String, holderPID: Int32?)
+    /// The owner lock file beside the store could not be created or locked.
+    case ownerLockUnavailable(path: String, errno: Int32)
     /// The store was closed.
     case closed
     /// SQLite failed.
@@ -81,6 +86,8 @@ public enum ClientStoreError: Error, Sendable, Equatable, CustomStringConvertibl
         case .ledgerIntegrity(let failure): "ledger_integrity.\(failure.rule)"
         case .calledInsideApplicationTransaction: "called_inside_application_transaction"
         case .invalidConfiguration: "invalid_configuration"
+        case .storeInUse: "store_in_use"
+        case .ownerLockUnavailable: "owner_lock_unavailable"
         case .closed: "closed"
         case .sqlite: "sqlite"
         }
@@ -102,6 +109,9 @@ public enum ClientStoreError: Error, Sendable, Equatable, CustomStringConvertibl
         case .calledInsideApplicationTransaction:
             "an engine operation was called inside an application transaction callback"
         case .invalidConfiguration(let reason): "invalid configuration: \(reason)"
+        case .storeInUse(let path, let holder):
+            "the store \(path) is in use by \(holder.map { "process \($0)" } ?? "another owner") (store_in_use)"
+        case .ownerLockUnavailable(let path, let errno): "cannot lock \(path) (errno \(errno))"
         case .closed: "the client store is closed"
         case .sqlite(let error): "SQLite: \(error)"
         }

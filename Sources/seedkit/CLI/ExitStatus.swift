@@ -1,3 +1,5 @@
+import SynchroStore
+
 /// Exit statuses shared by every subcommand.
 enum ExitStatus: Int32 {
     /// Everything checked passed.
@@ -9,4 +11,20 @@ enum ExitStatus: Int32 {
     /// `sync` and `rebuild`: the store holds a stored non-retryable refusal (a blocking error) and sends nothing
     /// until its recovery is taken; the message names the code, its meaning and the command that recovers.
     case blocked = 3
+    /// `sync`, `rebuild`, `inspect` and `sql`: another process owns the store (`store_in_use`); refused at once,
+    /// nothing read or changed. The message names the owner's PID when it recorded one.
+    case locked = 5
+}
+
+/// The `store_in_use` message every store-opening command prints (docs/cli.md, "One owner per store").
+enum StoreInUse {
+    /// Whether `error` is the owner-lock refusal. Compared by rule: matching typed errors by pattern crashes the
+    /// 6.3 compiler (see SyncCommand).
+    static func matches(_ error: any Error) -> Bool {
+        (error as? ClientStoreError)?.rule == "store_in_use"
+    }
+
+    static func report(_ error: any Error) {
+        Terminal.err("seedkit: \(error)\nseedkit: a store has one owner at a time; run again once it has finished\n")
+    }
 }

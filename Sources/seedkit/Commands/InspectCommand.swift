@@ -20,7 +20,7 @@ enum InspectCommand {
             store = try SqlCommand.openExistingStore(path: path)
         } catch {
             Terminal.err("seedkit: \(error.message)\n")
-            return .checkFailed
+            return error.exitStatus
         }
         defer { store.close() }
         let inspection: ClientInspection

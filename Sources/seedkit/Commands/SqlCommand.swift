@@ -26,7 +26,7 @@ enum SqlCommand {
             store = try openExistingStore(path: path)
         } catch {
             Terminal.err("seedkit: \(error.message)\n")
-            return .checkFailed
+            return error.exitStatus
         }
         defer { store.close() }
         console.detail("store \(path), \(bindings.count) bound parameter(s)")
@@ -126,6 +126,8 @@ enum SqlCommand {
     /// Why a store could not be opened.
     struct StoreOpenError: Error {
         let message: String
+        /// `locked` when another process owns the store, else `checkFailed`.
+        var exitStatus: ExitStatus = .checkFailed
     }
 
     /// Opens an existing store (never creating one) with the client ID it is bound to. Opening migrates an
@@ -144,6 +146,11 @@ enum SqlCommand {
             store.close()
             return try ClientStore(configuration: ClientStoreConfiguration(path: path, clientID: bound))
         } catch {
+            if StoreInUse.matches(error) {
+                throw StoreOpenError(
+                    message: "\(error)\nseedkit: a store has one owner at a time; run again once it has finished",
+                    exitStatus: .locked)
+            }
             throw StoreOpenError(message: "cannot open the client store (\(error.rule)): \(error)")
         }
     }

@@ -133,6 +133,9 @@ enum SyncSession {
         } catch let error as StoreOpenError {
             Terminal.err("seedkit: \(error.message)\n")
             return error.isUsage ? .invalidInput : .checkFailed
+        } catch where StoreInUse.matches(error) {
+            StoreInUse.report(error)
+            return .locked
         } catch {
             Terminal.err("seedkit: cannot open the client store: \(error)\n")
             return .checkFailed
