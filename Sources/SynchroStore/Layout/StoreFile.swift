@@ -22,7 +22,8 @@ package enum StoreFile {
     package static func open(path: String, clock: ClientClock) throws(ClientStoreError) -> Opened {
         let connection: Connection
         do {
-            try PrivateFiles.createIfMissing(path)
+            // A `file:` URI (the installer's in-memory copy) or `:memory:` names no file to create.
+            if !path.hasPrefix("file:") && path != ":memory:" { try PrivateFiles.createIfMissing(path) }
         } catch {
             throw .sqlite(SQLiteError(reason: .sqlite, code: .cannotOpen, message: "\(error)"))
         }
