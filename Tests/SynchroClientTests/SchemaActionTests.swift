@@ -192,7 +192,7 @@ private struct LocalSurvivors {
 }
 
 /// Publishes successors of the served manifest with the operator credential (`docs/server.md`,
-/// "Schema publication").
+/// "Schema publication"), through the shared ``SchemaPublication``.
 struct SchemaPublisher {
     let server: RunningServer
 
@@ -206,72 +206,10 @@ struct SchemaPublisher {
         transition: String, affected: [String]? = nil, defaults: JSONValue? = nil,
         _ edit: (inout ManifestEdit) -> Void
     ) throws -> SchemaReference {
-        let reply = try server.send("GET", "/sync/schema", body: [], headers: [])
-        try #require(reply.status == 200)
-        let parent = try SchemaManifest(json: reply.json)
-        var manifest = ManifestEdit(json: reply.json)
-        edit(&manifest)
-        let version = parent.schemaVersion + 1
-        var members = (manifest.json.objectValue?.members ?? []).filter {
-            !["schema_version", "schema_hash", "parent_schema", "transition_class", "compatibility_floor"]
-                .contains($0.key)
+        let publication = SchemaPublication(operatorToken: RunningServer.operatorToken) { method, path, body, headers in
+            let reply = try server.send(method, path, body: body, headers: headers)
+            return (reply.status, reply.body)
         }
-        members += [
-            JSONMember("schema_version", .number(JSONNumber(version))),
-            JSONMember("parent_schema", .object(JSONObject([
-                JSONMember("version", .number(JSONNumber(parent.schemaVersion))),
-                JSONMember("hash", .string(parent.schemaHash)),
-            ]))),
-            JSONMember("transition_class", .string(transition)),
-            JSONMember("compatibility_floor", .number(JSONNumber(
-                transition == "class_2" ? parent.compatibilityFloor : version))),
-        ]
-        let hash = try SchemaManifest.computeHash(json: .object(JSONObject(members)))
-        let body = JSONValue.object(JSONObject(members + [JSONMember("schema_hash", .string(hash))]))
-        var request = [JSONMember("manifest", body)]
-        if let affected {
-            request.append(JSONMember("affected_scopes", .array(affected.map(JSONValue.string))))
-        }
-        if let defaults {
-            request.append(JSONMember("defaults", defaults))
-        }
-        let published = try server.send(
-            "POST", "/operator/schema", body: try CanonicalJSON.encode(.object(JSONObject(request))),
-            headers: [
-                ("Authorization", "Bearer \(RunningServer.operatorToken)"), ("Content-Type", "application/json"),
-            ])
-        try #require(published.status == 200, "publication failed: \(published.text)")
-        return try SchemaReference(version: version, hash: hash)
-    }
-}
-
-/// Table and field edits of a manifest object.
-struct ManifestEdit {
-    var json: JSONValue
-
-    mutating func addField(_ tableID: String, _ fieldID: String, type: String, nullable: Bool = true) {
-        let field = JSONValue.object(JSONObject([
-            JSONMember("field_id", .string(fieldID)), JSONMember("name", .string(fieldID)),
-            JSONMember("type", .string(type)), JSONMember("nullable", .bool(nullable)),
-            JSONMember("writable", .bool(true)),
-        ]))
-        editFields(tableID) { $0 + [field] }
-    }
-
-    mutating func removeField(_ tableID: String, _ fieldID: String) {
-        editFields(tableID) { $0.filter { $0.objectValue?["field_id"] != .string(fieldID) } }
-    }
-
-    private mutating func editFields(_ tableID: String, _ edit: ([JSONValue]) -> [JSONValue]) {
-        let members = (json.objectValue?.members ?? []).map { member -> JSONMember in
-            guard member.key == "tables" else { return member }
-            return JSONMember("tables", .array((member.value.arrayValue ?? []).map { table in
-                guard table.objectValue?["table_id"] == .string(tableID) else { return table }
-                return .object(JSONObject((table.objectValue?.members ?? []).map {
-                    $0.key == "fields" ? JSONMember("fields", .array(edit($0.value.arrayValue ?? []))) : $0
-                }))
-            }))
-        }
-        json = .object(JSONObject(members))
+        return try publication.publish(transition: transition, affected: affected, defaults: defaults, edit)
     }
 }

@@ -6,57 +6,6 @@ import Testing
 import _SeedkitTestSupport
 import SynchroStore
 
-/// More manifest edits for the schema evolution tests: field attributes, tables, indexes.
-extension ManifestEdit {
-    /// Sets one member of a field object (`nullable`, `writable`, …).
-    mutating func setField(_ tableID: String, _ fieldID: String, _ key: String, _ value: JSONValue) {
-        editTable(tableID) { members in
-            members = members.map { member in
-                guard member.key == "fields" else { return member }
-                return JSONMember("fields", .array((member.value.arrayValue ?? []).map { field in
-                    guard field.objectValue?["field_id"] == .string(fieldID) else { return field }
-                    return .object(JSONObject(Self.replacing(key, value, in: field.objectValue?.members ?? [])))
-                }))
-            }
-        }
-    }
-
-    /// Sets one member of a table object (`composition`, `relation_id`, `indexes`, …).
-    mutating func setTable(_ tableID: String, _ key: String, _ value: JSONValue) {
-        editTable(tableID) { $0 = Self.replacing(key, value, in: $0) }
-    }
-
-    /// Appends a table object.
-    mutating func addTable(_ table: JSONValue) {
-        json = .object(JSONObject((json.objectValue?.members ?? []).map { member in
-            member.key == "tables" ? JSONMember("tables", .array((member.value.arrayValue ?? []) + [table])) : member
-        }))
-    }
-
-    /// The `indexes` array of a table.
-    func indexes(_ tableID: String) -> [JSONValue] {
-        let table = json.objectValue?["tables"]?.arrayValue?.first { $0.objectValue?["table_id"] == .string(tableID) }
-        return table?.objectValue?["indexes"]?.arrayValue ?? []
-    }
-
-    private mutating func editTable(_ tableID: String, _ edit: (inout [JSONMember]) -> Void) {
-        json = .object(JSONObject((json.objectValue?.members ?? []).map { member in
-            guard member.key == "tables" else { return member }
-            return JSONMember("tables", .array((member.value.arrayValue ?? []).map { table in
-                guard table.objectValue?["table_id"] == .string(tableID) else { return table }
-                var members = table.objectValue?.members ?? []
-                edit(&members)
-                return .object(JSONObject(members))
-            }))
-        }))
-    }
-
-    private static func replacing(_ key: String, _ value: JSONValue, in members: [JSONMember]) -> [JSONMember] {
-        members.contains { $0.key == key }
-            ? members.map { $0.key == key ? JSONMember(key, value) : $0 } : members + [JSONMember(key, value)]
-    }
-}
-
 /// A warmed store with local state that every schema change must keep (a local-only table, a queued insert and a
 /// queued update of a server row), synced by whole cycles (what `seedkit sync` runs) against a loopback server.
 final class EvolvingStore {
