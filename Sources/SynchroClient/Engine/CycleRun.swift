@@ -18,8 +18,8 @@ final class CycleRun {
         self.cycle = cycle
         self.explicitRebuild = explicitRebuild
         self.schemaReset = schemaReset
-        transport = MeteredTransport(cycle.context.transport)
         let base = cycle.context
+        transport = MeteredTransport(base.transport, clock: base.store.configuration.clock)
         context = SyncContext(
             store: base.store, transport: transport, platform: base.platform, appVersion: base.appVersion,
             pageLimit: base.pageLimit)
@@ -61,9 +61,10 @@ final class CycleRun {
         }
     }
 
-    /// After a failure: `error`, unless the cycle stopped while waiting in `backoff` (retries used up).
+    /// After a failure: `error`, unless retries ran out (the cycle stays in `backoff`, or in `local_ready` when a
+    /// stored deadline too far ahead ended it before any request: the durable record says when to resume).
     func fail(_ error: SyncCycleError) {
-        if case .retriesExhausted = error, cycle.status.state == .backoff { return }
+        if case .retriesExhausted = error { return }
         if case .cancelled = error {
             if cycle.status.state != .stopped { try? cycle.status.transition(to: .stopped) }
             return
