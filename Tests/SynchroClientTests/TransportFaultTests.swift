@@ -11,6 +11,7 @@ final class ScriptedTransport: SyncTransport, Sendable {
     let base: CycleTransport
     private let script = Mutex<[String: [SyncReply]]>([:])
     private let scripted = Mutex<[String]>([])
+    private let rewrite = Mutex<(@Sendable (String, JSONValue) -> JSONValue)?>(nil)
 
     init(base: CycleTransport) {
         self.base = base
@@ -19,6 +20,11 @@ final class ScriptedTransport: SyncTransport, Sendable {
     /// Answers the next `replies.count` requests of `path` with `replies`, in order.
     func answer(_ path: String, with replies: [SyncReply]) {
         script.withLock { $0[path, default: []] += replies }
+    }
+
+    /// Rewrites every 200 body of the reference server before the engine sees it.
+    func rewriting(_ body: @escaping @Sendable (String, JSONValue) -> JSONValue) {
+        rewrite.withLock { $0 = body }
     }
 
     /// Paths answered from the script, in order.
@@ -31,7 +37,14 @@ final class ScriptedTransport: SyncTransport, Sendable {
             script[path] = queue
             return reply
         }
-        guard let next else { return try base.post(path: path, body: body) }
+        guard let next else {
+            let reply = try base.post(path: path, body: body)
+            guard reply.status == 200, let rewrite = rewrite.withLock({ $0 }),
+                let json = try? StrictJSONParser().parse(reply.body)
+            else { return reply }
+            return SyncReply(
+                status: 200, headers: reply.headers, body: try CanonicalJSON.encode(rewrite(path, json)))
+        }
         scripted.withLock { $0.append(path) }
         return next
     }
@@ -167,5 +180,47 @@ struct TransportFaultTests {
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
         return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+    }
+
+    @Test(
+        "scope_set_version lower than presented, or changed without a delta, is a contract error; nothing committed",
+        arguments: [-1, 1])
+    func scopeSetVersionChecked(shift: Int64) throws {
+        _ = try cycle().run()
+        let stored = try fixture.store.inspect().scopeSetVersion
+        let cursorsBefore = try fixture.store.inspect().scopes
+        transport.rewriting { path, json in
+            guard path == "/sync/pull", let object = json.objectValue else { return json }
+            return .object(JSONObject(object.members.map { member in
+                member.key == "scope_set_version"
+                    ? JSONMember("scope_set_version", .number(JSONNumber(stored + shift))) : member
+            }))
+        }
+        let rule = shift < 0 ? "scope_set_version_lower" : "scope_set_version_change_without_delta"
+        #expect(throws: SyncCycleError.sync(phase: .pull, .contract(rule: rule, member: "scope_set_version"))) {
+            try cycle().run()
+        }
+        #expect(try fixture.store.inspect().scopeSetVersion == stored)
+        #expect(try fixture.store.inspect().scopes == cursorsBefore)
+    }
+
+    @Test("a pull delta whose scope_set_version did not move is a contract error")
+    func deltaWithoutVersionChange() throws {
+        _ = try cycle().run()
+        transport.rewriting { path, json in
+            guard path == "/sync/pull", let object = json.objectValue else { return json }
+            // A non-terminal page, so no checksum of the added scope is owed.
+            return .object(JSONObject(object.members.filter { $0.key != "checksums" }.map { member in
+                if member.key == "has_more" { return JSONMember("has_more", .bool(true)) }
+                guard member.key == "scope_updates" else { return member }
+                let add: JSONValue = .array([.object(JSONObject(["id": .string("extra"), "cursor": .null]))])
+                return JSONMember("scope_updates", .object(JSONObject(["add": add, "remove": .array([])])))
+            }))
+        }
+        #expect(throws: SyncCycleError.sync(
+            phase: .pull, .contract(rule: "scope_set_delta_without_version_change", member: "scope_set_version"))
+        ) {
+            try cycle().run()
+        }
     }
 }
