@@ -1,5 +1,6 @@
 import SQLiteKit
 import SynchroStore
+import SynchroProtocol
 import Synchronization
 
 /// How a ``SynchroDatabase`` is opened and how it syncs.
@@ -107,6 +108,9 @@ public final class SynchroDatabase: Sendable {
     /// Opens (creating when missing) the database: takes the owner lock, migrates the file to the current
     /// layout and validates it. Sync is not started.
     public init(configuration: SynchroDatabaseConfiguration) throws(SynchroDatabaseError) {
+        guard ExactObjectReader.pageLimit.contains(configuration.pageLimit) else {
+            throw .invalidPageLimit(limit: configuration.pageLimit, allowed: ExactObjectReader.pageLimit)
+        }
         let lock = try DatabaseLock(databasePath: configuration.path)
         do {
             store = try ClientStore(configuration: ClientStoreConfiguration(

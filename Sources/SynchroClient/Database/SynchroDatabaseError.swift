@@ -4,6 +4,9 @@ import SynchroStore
 public enum SynchroDatabaseError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Another open ``SynchroDatabase`` (in this or another process) owns the database.
     case databaseInUse(path: String)
+    /// The configured page limit is outside the range pull and rebuild requests allow (`spec/wire-protocol.md`
+    /// §9: 1…1000); nothing was opened. The contract forbids clamping it.
+    case invalidPageLimit(limit: Int64, allowed: ClosedRange<Int64>)
     /// The lock file beside the database could not be created or locked.
     case lockUnavailable(path: String, errno: Int32)
     /// The local store failed to open or to answer.
@@ -30,6 +33,7 @@ public enum SynchroDatabaseError: Error, Sendable, Equatable, CustomStringConver
     public var rule: String {
         switch self {
         case .databaseInUse: "database_in_use"
+        case .invalidPageLimit: "invalid_page_limit"
         case .lockUnavailable: "lock_unavailable"
         case .store(let error): "store.\(error.rule)"
         case .calledInsideApplicationTransaction: "called_inside_application_transaction"
@@ -45,6 +49,8 @@ public enum SynchroDatabaseError: Error, Sendable, Equatable, CustomStringConver
     public var description: String {
         switch self {
         case .databaseInUse(let path): "the database \(path) is already open in another SynchroDatabase"
+        case .invalidPageLimit(let limit, let allowed):
+            "page limit \(limit) is outside the allowed range \(allowed.lowerBound)…\(allowed.upperBound)"
         case .lockUnavailable(let path, let errno): "cannot lock \(path) (errno \(errno))"
         case .store(let error): "store: \(error)"
         case .calledInsideApplicationTransaction:

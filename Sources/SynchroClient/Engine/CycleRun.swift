@@ -29,6 +29,11 @@ final class CycleRun {
 
     func run() throws(SyncCycleError) {
         summary.states = [cycle.status.state]
+        // Checked before anything is read or sent: a limit outside the wire range is never clamped (contract,
+        // "Native backoff": "rejects an invalid local limit before transmission").
+        guard ExactObjectReader.pageLimit.contains(context.pageLimit) else {
+            throw .invalidPageLimit(limit: context.pageLimit, allowed: ExactObjectReader.pageLimit)
+        }
         // A reset interrupted after it was applied still counts: running the same command again finishes it.
         if schemaReset, try !resetPending(), try !resetApplied() { throw .schemaResetNotPending }
         try refuseWhileBlocked()
