@@ -91,7 +91,8 @@ public enum SyncCycleError: Error, Sendable, Equatable, CustomStringConvertible 
         case .schemaResetNotPending:
             return "connect: no unsupported schema awaits a reset"
         case .invalidPageLimit(let limit, let allowed):
-            return "sync: page limit \(limit) is outside the allowed range \(allowed.lowerBound)…\(allowed.upperBound)"
+            return "sync: page limit \(limit) is outside the allowed range "
+                + "\(allowed.lowerBound)…\(allowed.upperBound)"
         case .cancelled:
             return "sync: stopped"
         case .blocked(let operation, let code, let recoveryAction):

@@ -13,9 +13,9 @@ enum HTTPDate {
     /// two-digit years of the RFC 850 form.
     static func parse(_ bytes: [UInt8], nowMilliseconds: Int64) -> Int64? {
         let text = String(decoding: bytes, as: UTF8.self)
-        guard let fields = imfFixdate(text) ?? rfc850(text, nowMilliseconds: nowMilliseconds) ?? asctime(text), isValid(fields) else {
-            return nil
-        }
+        guard let fields = imfFixdate(text) ?? rfc850(text, nowMilliseconds: nowMilliseconds) ?? asctime(text),
+            isValid(fields)
+        else { return nil }
         let days = daysFromCivil(year: fields.year, month: fields.month, day: fields.day)
         return Int64(days) * 86_400 + Int64(fields.hour * 3_600 + fields.minute * 60 + fields.second)
     }
