@@ -21,7 +21,8 @@ public struct TransportResponse: Sendable, Hashable {
     /// The minimum delay before a retry from the single `Retry-After` field (wire-protocol §8.3), or
     /// `nil` when the field is missing, repeated or malformed.
     public func retryAfter(now: Date) -> Duration? {
-        headers.single("Retry-After").flatMap { RetryAfter.delay(parsing: $0, now: now) }
+        let milliseconds = Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
+        return headers.single("Retry-After").flatMap { RetryAfter.delay(parsing: $0, nowMilliseconds: milliseconds) }
     }
 }
 

@@ -68,7 +68,7 @@ struct PushTests {
         let client = try ConnectedClient(server: server, clientID: "push-503")
         try client.insertTask("t-1")
         try server.engine.inject(.rejectRequests(route: "/sync/push", count: 1, status: 503))
-        guard case .retryable(status: 503, _) = try #require(try client.exchange.pushNext()) else {
+        guard case .retryable(status: 503) = try #require(try client.exchange.pushNext()) else {
             Issue.record("expected a retryable outcome")
             return
         }

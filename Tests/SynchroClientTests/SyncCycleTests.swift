@@ -232,7 +232,7 @@ struct SyncCycleTests {
     func retryPolicy(header: String, attempt: Int, random: Double, seconds: Double) {
         let policy = SyncRetryPolicy()
         let delay = policy.delay(
-            afterAttempt: attempt, retryAfter: SyncRetryPolicy.parseRetryAfter(header), random: random)
+            afterAttempt: attempt, retryAfter: RetryAfter.delay(parsing: header, nowMilliseconds: 0), random: random)
         #expect(delay == .milliseconds(Int64(seconds * 1000)))
     }
 

@@ -1,5 +1,6 @@
 import SQLiteKit
 import SynchroStore
+import SynchroProtocol
 import Synchronization
 
 /// How a ``SynchroDatabase`` is opened and how it syncs.
@@ -116,6 +117,9 @@ public final class SynchroDatabase: Sendable {
     /// layout and validates it. Sync is not started. Another owner of the file fails the open at once with
     /// ``SynchroDatabaseError/storeInUse(path:holderPID:)``.
     public init(configuration: SynchroDatabaseConfiguration) throws(SynchroDatabaseError) {
+        guard ExactObjectReader.pageLimit.contains(configuration.pageLimit) else {
+            throw .invalidPageLimit(limit: configuration.pageLimit, allowed: ExactObjectReader.pageLimit)
+        }
         do {
             store = try ClientStore(configuration: ClientStoreConfiguration(
                 path: configuration.path, clientID: configuration.clientID, uuids: configuration.uuids,

@@ -6,6 +6,9 @@ public enum SynchroDatabaseError: Error, Sendable, Equatable, CustomStringConver
     /// store (seed 002: one physical owner, a competing open fails with `store_in_use`). Refused at once, never
     /// waited for; `holderPID` names the owner's process when it recorded one.
     case storeInUse(path: String, holderPID: Int32?)
+    /// The configured page limit is outside the range pull and rebuild requests allow (`spec/wire-protocol.md`
+    /// §9: 1…1000); nothing was opened. The contract forbids clamping it.
+    case invalidPageLimit(limit: Int64, allowed: ClosedRange<Int64>)
     /// The local store failed to open or to answer.
     case store(ClientStoreError)
     /// A sync lifecycle method was called from inside an application transaction callback; refused before any
@@ -36,6 +39,7 @@ public enum SynchroDatabaseError: Error, Sendable, Equatable, CustomStringConver
     public var rule: String {
         switch self {
         case .storeInUse: "store_in_use"
+        case .invalidPageLimit: "invalid_page_limit"
         case .store(let error): "store.\(error.rule)"
         case .calledInsideApplicationTransaction: "called_inside_application_transaction"
         case .syncBlocked: "sync_blocked"
@@ -54,6 +58,8 @@ public enum SynchroDatabaseError: Error, Sendable, Equatable, CustomStringConver
         switch self {
         case .storeInUse(let path, let holder):
             "the store \(path) is in use by \(holder.map { "process \($0)" } ?? "another owner") (store_in_use)"
+        case .invalidPageLimit(let limit, let allowed):
+            "page limit \(limit) is outside the allowed range \(allowed.lowerBound)…\(allowed.upperBound)"
         case .store(let error): "store: \(error)"
         case .calledInsideApplicationTransaction:
             "a sync lifecycle method was called from inside an application transaction"

@@ -43,7 +43,7 @@ extension CycleRun {
                 summary.mutationsRejected += result.conflicts + result.rejectedTerminal
                 events(.pageApplied(phase: .push, scope: nil, rows: count))
                 if let batch { try publishOutcomes(of: batch) }
-            case .retryable(let status, _)?:
+            case .retryable(let status)?:
                 attempt += 1
                 try scheduleRetry(.push, attempt: attempt, status: status)
             case .renewalRequired(let code)?:

@@ -14,7 +14,7 @@ extension CycleRun {
                 return try body()
             } catch {
                 switch error {
-                case .http(let status, _) where status == 429 || status == 503:
+                case .retryLater(let status, _):
                     try scheduleRetry(phase, attempt: attempt, status: status)
                 case .transport:
                     try scheduleRetry(phase, attempt: attempt, status: nil)
@@ -39,7 +39,8 @@ extension CycleRun {
     }
 
     /// Records the failure durably, then waits before the next attempt, or fails once the policy's attempts of
-    /// this cycle are used up (the record keeps the next eligible time for the next cycle).
+    /// this cycle are used up or the wait is longer than the policy's ``SyncRetryPolicy/longestWait`` (a huge
+    /// `Retry-After`): the record keeps the next eligible time for the next cycle, and nothing sleeps through it.
     func scheduleRetry(_ phase: SyncPhase, attempt: Int, status: Int?) throws(SyncCycleError) {
         let random = cycle.random.next()
         let retryAfter = transport.lastRetryAfter
@@ -57,7 +58,7 @@ extension CycleRun {
         }
         let interrupted = cycle.status.state
         try enter(.backoff)
-        guard attempt < configuration.retry.maxAttempts else {
+        guard attempt < configuration.retry.maxAttempts, wait <= configuration.retry.longestWait else {
             throw .retriesExhausted(phase: phase, attempts: attempt, status: status)
         }
         summary.retries += 1
@@ -66,7 +67,9 @@ extension CycleRun {
         try enter(interrupted)
     }
 
-    /// Before any request: a stored retry deadline in the future is waited for (`spec/client-store.md` §11).
+    /// Before any request: a stored retry deadline in the future is waited for (`spec/client-store.md` §11); one
+    /// further ahead than ``SyncRetryPolicy/longestWait`` ends the run at once with retries exhausted, sending
+    /// nothing and keeping the record.
     func honourStoredBackoff() throws(SyncCycleError) {
         let stored = try mapping(.connect) { () throws(SyncError) in
             try SyncExchange.mapping { try context.store.backoff() }
@@ -74,6 +77,11 @@ extension CycleRun {
         let now = context.store.configuration.clock.nowMilliseconds()
         guard let stored, stored.nextRetryAtMilliseconds > now else { return }
         let wait = Duration.milliseconds(stored.nextRetryAtMilliseconds - now)
+        guard wait <= configuration.retry.longestWait else {
+            throw .retriesExhausted(
+                phase: Self.phase(of: stored.resumeState), attempts: stored.attemptCount,
+                status: stored.classification.status)
+        }
         summary.retries += 1
         events(.retryScheduled(
             phase: Self.phase(of: stored.resumeState), attempt: stored.attemptCount,

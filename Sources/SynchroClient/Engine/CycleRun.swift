@@ -23,8 +23,8 @@ final class CycleRun {
         self.reuseConnection = reuseConnection
         self.explicitRebuild = explicitRebuild
         self.schemaReset = schemaReset
-        transport = MeteredTransport(cycle.context.transport)
         let base = cycle.context
+        transport = MeteredTransport(base.transport, clock: base.store.configuration.clock)
         context = SyncContext(
             store: base.store, transport: transport, platform: base.platform, appVersion: base.appVersion,
             pageLimit: base.pageLimit)
@@ -34,6 +34,11 @@ final class CycleRun {
 
     func run() throws(SyncCycleError) {
         summary.states = [cycle.status.state]
+        // Checked before anything is read or sent: a limit outside the wire range is never clamped (contract,
+        // "Native backoff": "rejects an invalid local limit before transmission").
+        guard ExactObjectReader.pageLimit.contains(context.pageLimit) else {
+            throw .invalidPageLimit(limit: context.pageLimit, allowed: ExactObjectReader.pageLimit)
+        }
         // A reset interrupted after it was applied still counts: running the same command again finishes it.
         if schemaReset, try !resetPending(), try !resetApplied() { throw .schemaResetNotPending }
         try refuseWhileBlocked()
@@ -67,9 +72,10 @@ final class CycleRun {
         }
     }
 
-    /// After a failure: `error`, unless the cycle stopped while waiting in `backoff` (retries used up).
+    /// After a failure: `error`, unless retries ran out (the cycle stays in `backoff`, or in `local_ready` when a
+    /// stored deadline too far ahead ended it before any request: the durable record says when to resume).
     func fail(_ error: SyncCycleError) {
-        if case .retriesExhausted = error, cycle.status.state == .backoff { return }
+        if case .retriesExhausted = error { return }
         if case .cancelled = error {
             if cycle.status.state != .stopped { try? cycle.status.transition(to: .stopped) }
             return

@@ -13,10 +13,13 @@ final class MeteredTransport: SyncTransport, Sendable {
     }
 
     private let base: any SyncTransport
+    private let clock: ClientClock
     private let state = Mutex(State())
 
-    init(_ base: any SyncTransport) {
+    /// `clock` is the store's: an HTTP-date `Retry-After` is measured from it, so tests schedule it.
+    init(_ base: any SyncTransport, clock: ClientClock) {
         self.base = base
+        self.clock = clock
     }
 
     func post(path: String, body: [UInt8]) throws -> SyncReply {
@@ -26,7 +29,8 @@ final class MeteredTransport: SyncTransport, Sendable {
             $0.lastBody = body
         }
         let reply = try base.post(path: path, body: body)
-        let retryAfter = reply.header("Retry-After").flatMap(SyncRetryPolicy.parseRetryAfter)
+        let now = clock.nowMilliseconds()
+        let retryAfter = reply.header("Retry-After").flatMap { RetryAfter.delay(parsing: $0, nowMilliseconds: now) }
         state.withLock { $0.retryAfter = retryAfter }
         return reply
     }

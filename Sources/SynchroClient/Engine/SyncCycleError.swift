@@ -19,6 +19,9 @@ public enum SyncCycleError: Error, Sendable, Equatable, CustomStringConvertible 
     case notCurrent(cycles: Int)
     /// A schema reset was requested but no `unsupported` blocking error is stored; nothing was sent.
     case schemaResetNotPending
+    /// The context's page limit is outside the range pull and rebuild requests allow (`spec/wire-protocol.md` §9:
+    /// 1…1000); nothing was sent. The contract forbids clamping it to a valid value.
+    case invalidPageLimit(limit: Int64, allowed: ClosedRange<Int64>)
     /// The cycle was stopped at a step boundary (``SyncCycle/isCancelled``); committed state is intact.
     case cancelled
     /// A stored blocking error refuses every cycle until its recovery action is taken (`spec/client-store.md`
@@ -47,6 +50,7 @@ public enum SyncCycleError: Error, Sendable, Equatable, CustomStringConvertible 
         case .scopeNotAssigned: "scope_not_assigned"
         case .notCurrent: "not_current"
         case .schemaResetNotPending: "schema_reset_not_pending"
+        case .invalidPageLimit: "invalid_page_limit"
         case .cancelled: "cancelled"
         case .blocked(_, let code, _): code
         }
@@ -86,6 +90,9 @@ public enum SyncCycleError: Error, Sendable, Equatable, CustomStringConvertible 
             return "sync: still not current after \(cycles) cycles"
         case .schemaResetNotPending:
             return "connect: no unsupported schema awaits a reset"
+        case .invalidPageLimit(let limit, let allowed):
+            return "sync: page limit \(limit) is outside the allowed range "
+                + "\(allowed.lowerBound)…\(allowed.upperBound)"
         case .cancelled:
             return "sync: stopped"
         case .blocked(let operation, let code, let recoveryAction):

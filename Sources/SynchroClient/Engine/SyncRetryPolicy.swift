@@ -1,9 +1,11 @@
 import SynchroStore
-/// How a cycle retries 429, 503 (including `capture_pending`) and lost responses, with the upstream timing
-/// (`spec/client-store.md` §12, `spec/wire-protocol.md` §8.3): for attempt *n* the base delay is
-/// `min(baseDelay × 2^(n−1), maxDelay)` (1, 2, 4, 8, 16, 16, … s by default), plus a jitter drawn uniformly from
-/// `[0, jitterFraction × base]`; the server's `Retry-After` is the minimum. A step of one cycle fails after
-/// `maxAttempts` attempts; the durable retry record (``SyncBackoff``) keeps the next eligible time beyond it.
+
+/// How a cycle retries retryable answers (the envelope's `retryable: true`; without an envelope 429, 502, 503,
+/// 504) and lost responses, with the upstream timing (`spec/client-store.md` §12, `spec/wire-protocol.md` §8.3):
+/// for attempt *n* the base delay is `min(baseDelay × 2^(n−1), maxDelay)` (1, 2, 4, 8, 16, 16, … s by default),
+/// plus a jitter drawn uniformly from `[0, jitterFraction × base]`; the server's `Retry-After` (either form) is the
+/// minimum. A step of one cycle fails after `maxAttempts` attempts, or at once when the wait is longer than
+/// ``longestWait``; the durable retry record (``SyncBackoff``) keeps the next eligible time beyond it.
 public struct SyncRetryPolicy: Sendable, Equatable {
     /// Attempts of one request within one cycle before the cycle fails (the first attempt included).
     public var maxAttempts: Int
@@ -13,16 +15,21 @@ public struct SyncRetryPolicy: Sendable, Equatable {
     public var maxDelay: Duration
     /// The largest jitter as a fraction of the base delay (upstream: 0.5).
     public var jitterFraction: Double
+    /// The longest wait a run sleeps through (default one hour). A longer `Retry-After`, or a longer stored
+    /// deadline, is kept as the durable deadline and the run ends with ``SyncCycleError/retriesExhausted`` instead
+    /// of sleeping (docs/decisions.md "Retry-After: one parser, both forms, at most one hour of sleep").
+    public var longestWait: Duration
 
     /// Creates a policy; the defaults are upstream's.
     public init(
         maxAttempts: Int = 5, baseDelay: Duration = .seconds(1), maxDelay: Duration = .seconds(16),
-        jitterFraction: Double = 0.5
+        jitterFraction: Double = 0.5, longestWait: Duration = .seconds(3_600)
     ) {
         self.maxAttempts = max(1, maxAttempts)
         self.baseDelay = baseDelay
         self.maxDelay = maxDelay
         self.jitterFraction = max(0, jitterFraction)
+        self.longestWait = max(.zero, longestWait)
     }
 
     /// The delay after failed attempt `attempt` (1-based), given the reply's `Retry-After` if any and a random
@@ -50,28 +57,4 @@ public struct SyncRetryPolicy: Sendable, Equatable {
         let (deadline, deadlineOverflow) = now.addingReportingOverflow(milliseconds)
         return secondsOverflow || sumOverflow || deadlineOverflow ? Int64.max : deadline
     }
-
-    /// Parses a `Retry-After` value: integer or decimal seconds (§8.3). An IMF-fixdate yields nil, and the
-    /// backoff applies: the engine has no wall clock to subtract from, and upstream always sends seconds.
-    public static func parseRetryAfter(_ text: String) -> Duration? {
-        var value = Substring(text)
-        while value.first == " " || value.first == "\t" { value.removeFirst() }
-        while value.last == " " || value.last == "\t" { value.removeLast() }
-        let parts = value.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
-        guard let whole = parts.first, !whole.isEmpty, whole.allSatisfy(\.isASCIIDigit),
-              whole == "0" || whole.first != "0", let seconds = Int64(whole)
-        else {
-            return nil
-        }
-        guard parts.count == 2 else { return .seconds(seconds) }
-        let fraction = parts[1]
-        guard !fraction.isEmpty, fraction.allSatisfy(\.isASCIIDigit) else { return nil }
-        let digits = fraction.prefix(9)
-        let nanoseconds = Int64(digits + String(repeating: "0", count: 9 - digits.count)) ?? 0
-        return .seconds(seconds) + .nanoseconds(nanoseconds)
-    }
-}
-
-extension Character {
-    fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
 }

@@ -23,8 +23,9 @@ public struct PushExchange: Sendable {
         /// 409 `client_generation_expired` or 422 `schema_mismatch`: the batch is `renewal_required`; reconnect,
         /// then ``renewBatch()`` creates its successor.
         case renewalRequired(code: String)
-        /// 429 or 503: retry the same bytes after `retryAfterSeconds` (nil when the header is absent).
-        case retryable(status: Int, retryAfterSeconds: Int?)
+        /// A retryable answer (``ErrorReply``: the envelope's `retryable: true`, or without an envelope 429, 502,
+        /// 503 or 504): retry the same bytes after backoff, at least the reply's `Retry-After`.
+        case retryable(status: Int)
     }
 
     /// Seals (or loads) the next batch and pushes it once. Nil when nothing is sendable.
@@ -48,11 +49,10 @@ public struct PushExchange: Sendable {
             let summary = try PushReconciler(store: store).reconcile(batch: batch, responseBody: response.body)
             SyncCrashPoint.pushReconciled.reached()
             return .reconciled(summary)
-        case 429, 503:
-            return .retryable(
-                status: response.status, retryAfterSeconds: response.header("Retry-After").flatMap { Int($0) })
         default:
-            let code = Self.errorCode(response.body)
+            let reply = ErrorReply(status: response.status, body: response.body)
+            if reply.isRetryable { return .retryable(status: response.status) }
+            let code = reply.code
             if (response.status == 409 && code == "client_generation_expired")
                 || (response.status == 422 && code == "schema_mismatch") {
                 try markRenewalRequired(batch.batchID)
@@ -132,10 +132,5 @@ public struct PushExchange: Sendable {
                         + "AND state = 'pending'", [.text(batchID)])
             }
         }
-    }
-
-    /// `error.code` of an error envelope, when the body is one.
-    static func errorCode(_ body: [UInt8]) -> String? {
-        (try? StrictJSONParser().parse(body))?.objectValue?["error"]?.objectValue?["code"]?.stringValue
     }
 }

@@ -109,6 +109,9 @@ public struct ConnectExchange: Sendable {
         let (json, _) = try SyncExchange.post(context.transport, path: "/sync/connect", body: body)
         SyncCrashPoint.connectReceived.reached()
         let response = try ConnectResponse(json: json)
+        try ScopeSetVersionRule.check(
+            presented: request.scopeSetVersion, received: response.scopeSetVersion,
+            changed: !response.added.isEmpty || !response.removed.isEmpty, member: "scope_set_version")
         if response.action == "unsupported" {
             guard request.schema != nil else {
                 throw .contract(rule: "unsupported_for_fresh_client", member: "schema.action")

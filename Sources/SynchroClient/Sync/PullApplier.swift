@@ -72,6 +72,9 @@ public struct PullApplier: Sendable {
         let manifest = try store.readSyncState { connection in try store.activeManifest(on: connection) }
         let localScopes = Set(request.scopes.entries.map(\.scopeID))
         let page = try PullPage(json: json, localScopes: localScopes, manifest: manifest.manifest)
+        try ScopeSetVersionRule.check(
+            presented: request.scopeSetVersion, received: page.scopeSetVersion,
+            changed: !page.added.isEmpty || !page.removed.isEmpty, member: "scope_set_version")
         return try context.store.applySyncKeepingScopeDigests { connection in
             // The request must still describe local state: a concurrent change would make the page misapply.
             let current = try ScopeStore.all(on: connection)

@@ -36,8 +36,12 @@ public struct SyncReply: Sendable {
 public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A 200 body broke the response contract (`spec/wire-protocol.md` §2.1): non-retryable, nothing committed.
     case contract(rule: String, member: String)
-    /// A non-200 reply, with the error code of its envelope when it had one.
+    /// A non-200 reply that is not to be sent again (``ErrorReply``), with the error code of its envelope when it
+    /// had one.
     case http(status: Int, code: String?)
+    /// A non-200 reply asking for the same request later: an envelope with `retryable: true`, or without an
+    /// envelope a 429, 502, 503 or 504 (a proxy's page). Retried after backoff, at least its `Retry-After`.
+    case retryLater(status: Int, code: String?)
     /// A connect schema action this engine does not apply yet (only `none` and a fresh `replace` are).
     case schemaActionNotSupported(action: String)
     /// A received rebuild page re-used a known page identity with different content (non-retryable).
@@ -55,7 +59,7 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     public var rule: String {
         switch self {
         case .contract(let rule, _): "contract.\(rule)"
-        case .http: "http"
+        case .http, .retryLater: "http"
         case .schemaActionNotSupported: "schema_action_not_supported"
         case .rebuildPageConflict: "rebuild_page_conflict"
         case .rebuildChecksumMismatch: "rebuild_checksum_mismatch"
@@ -67,21 +71,23 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// The stable code: the server's wire code for a refusal (`http_<status>` when it sent none), else ``rule``.
     public var code: String {
-        if case .http(let status, let code) = self { return code ?? "http_\(status)" }
-        return rule
+        switch self {
+        case .http(let status, let code), .retryLater(let status, let code): code ?? "http_\(status)"
+        default: rule
+        }
     }
 
-    /// Whether the same request may succeed when sent again: a transport failure, 429 and 503.
+    /// Whether the same request may succeed when sent again: a transport failure and ``retryLater(status:code:)``.
     public var isRetryable: Bool {
         switch self {
-        case .transport, .http(429, _), .http(503, _): true
+        case .transport, .retryLater: true
         default: false
         }
     }
 
     /// True for `503 capture_pending`, which leaves every local cursor and row as it was.
     public var isCapturePending: Bool {
-        if case .http(503, "capture_pending") = self { return true }
+        if case .retryLater(503, "capture_pending") = self { return true }
         return false
     }
 
@@ -89,6 +95,7 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .contract(let rule, let member): "response contract violation: \(rule) at \(member)"
         case .http(let status, let code): "HTTP \(status)\(code.map { " (\($0))" } ?? "")"
+        case .retryLater(let status, let code): "HTTP \(status)\(code.map { " (\($0))" } ?? ""), retryable"
         case .schemaActionNotSupported(let action): "schema action \(action) is not supported yet"
         case .rebuildPageConflict(let scope): "rebuild page of scope \(scope) re-received with different content"
         case .rebuildChecksumMismatch(let scope): "rebuild of scope \(scope) did not verify"
@@ -110,11 +117,7 @@ enum SyncExchange {
         } catch {
             throw .transport(reason: String(describing: type(of: error)))
         }
-        guard reply.status == 200 else {
-            let code = (try? StrictJSONParser().parse(reply.body))?.objectValue?["error"]?.objectValue?["code"]?
-                .stringValue
-            throw .http(status: reply.status, code: code)
-        }
+        guard reply.status == 200 else { throw ErrorReply(status: reply.status, body: reply.body).syncError }
         do {
             return (try StrictJSONParser().parse(reply.body), reply.body)
         } catch {

@@ -11,6 +11,9 @@ enum ExitStatus: Int32 {
     /// `sync` and `rebuild`: the store holds a stored non-retryable refusal (a blocking error) and sends nothing
     /// until its recovery is taken; the message names the code, its meaning and the command that recovers.
     case blocked = 3
+    /// `sync` and `rebuild`: a retryable failure outlasted this run's attempts, or the server asked for a wait
+    /// longer than one run sleeps; the durable backoff record keeps the deadline and the message names it.
+    case retriesExhausted = 4
     /// `sync`, `rebuild`, `inspect` and `sql`: another process owns the store (`store_in_use`); refused at once,
     /// nothing read or changed. The message names the owner's PID when it recorded one.
     case locked = 5

@@ -115,7 +115,7 @@ enum SyncSession {
     }
 
     /// Opens the store (creating it only when `createStore`), builds the cycle and runs `body` with it; a cycle
-    /// failure is printed and exits 1.
+    /// failure is printed and exits 1 (3 when a stored refusal blocks, 4 when retries ran out).
     static func run(
         _ options: Options, createStore: Bool,
         _ body: (SyncCycle, SyncOutput) throws(SyncCycleError) -> Void
@@ -163,6 +163,11 @@ enum SyncSession {
             return .success
         } catch {
             console.detail("failed", since: start)
+            if case .retriesExhausted = error {
+                let deadline = (try? store.backoff())?.nextRetryAtMilliseconds
+                output.failure(error, nextAttempt: deadline, now: store.configuration.clock.nowMilliseconds())
+                return .retriesExhausted
+            }
             output.failure(error)
             if case .blocked = error { return .blocked }
             return .checkFailed
@@ -254,12 +259,20 @@ struct SyncOutput: Sendable {
         ])
     }
 
-    func failure(_ error: SyncCycleError) {
+    /// Prints a failed cycle; `nextAttempt` (Unix epoch milliseconds) is the stored backoff deadline after retries
+    /// ran out, said in words and as `next_attempt_at_ms`.
+    func failure(_ error: SyncCycleError, nextAttempt: Int64? = nil, now: Int64 = 0) {
         var hint = ""
         var members = [
             JSONMember("event", .string("error")), JSONMember("message", .string(error.description)),
             JSONMember("code", .string(error.code)), JSONMember("retryable", .bool(error.isRetryable)),
         ]
+        if let nextAttempt {
+            members.append(JSONMember("next_attempt_at_ms", .number(JSONNumber(nextAttempt))))
+            hint = "seedkit: backoff stored: the next attempt is allowed at \(Self.instant(nextAttempt)) "
+                + "(in \(Self.secondsUntil(nextAttempt, from: now)) s); a run before then waits for it "
+                + "when it is at most an hour away, else sends nothing and exits 4\n"
+        }
         if case .blocked(let operation, let code, let recoveryAction) = error {
             // A stored blocking error: name it so CI can act on it without parsing the message.
             let recovery = Self.recovery(code: code, action: recoveryAction)
@@ -356,6 +369,20 @@ struct SyncOutput: Sendable {
         // Canonical JSON of counts, names and phases cannot fail; a failure would only drop one event line.
         guard let bytes = try? CanonicalJSON.encode(.object(JSONObject(members))) else { return }
         Terminal.out(bytes: bytes + [UInt8(ascii: "\n")])
+    }
+
+    /// `2024-03-01T12:00:00Z` for Unix epoch milliseconds.
+    private static func instant(_ milliseconds: Int64) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+    }
+
+    /// Whole seconds from `now` until `deadline`, rounded up (both Unix epoch milliseconds).
+    private static func secondsUntil(_ deadline: Int64, from now: Int64) -> Int64 {
+        let (left, overflow) = deadline.subtractingReportingOverflow(now)
+        guard !overflow else { return Int64.max / 1000 }
+        return left <= 0 ? 0 : left / 1000 + (left % 1000 > 0 ? 1 : 0)
     }
 
     private static func number(_ value: Int) -> JSONValue {

@@ -1,6 +1,3 @@
-import Foundation
-import SynchroProtocol
-
 /// The three HTTP-date forms of RFC 9110 §5.6.7, parsed by hand: the grammar is fixed-width ASCII in
 /// English and GMT, which locale-dependent date formatters get wrong.
 enum HTTPDate {
@@ -12,15 +9,15 @@ enum HTTPDate {
         var year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int
     }
 
-    /// The instant `bytes` names, or `nil`. `now` resolves the two-digit years of the RFC 850 form.
-    static func parse(_ bytes: [UInt8], now: Date) -> Date? {
+    /// The instant `bytes` names, in seconds since the Unix epoch, or `nil`. `nowMilliseconds` resolves the
+    /// two-digit years of the RFC 850 form.
+    static func parse(_ bytes: [UInt8], nowMilliseconds: Int64) -> Int64? {
         let text = String(decoding: bytes, as: UTF8.self)
-        guard let fields = imfFixdate(text) ?? rfc850(text, now: now) ?? asctime(text), isValid(fields) else {
-            return nil
-        }
+        guard let fields = imfFixdate(text) ?? rfc850(text, nowMilliseconds: nowMilliseconds) ?? asctime(text),
+            isValid(fields)
+        else { return nil }
         let days = daysFromCivil(year: fields.year, month: fields.month, day: fields.day)
-        let seconds = days * 86_400 + fields.hour * 3_600 + fields.minute * 60 + fields.second
-        return Date(timeIntervalSince1970: TimeInterval(seconds))
+        return Int64(days) * 86_400 + Int64(fields.hour * 3_600 + fields.minute * 60 + fields.second)
     }
 
     /// `Sun, 06 Nov 1994 08:49:37 GMT`
@@ -35,7 +32,7 @@ enum HTTPDate {
     }
 
     /// `Sunday, 06-Nov-94 08:49:37 GMT`
-    private static func rfc850(_ text: String, now: Date) -> Fields? {
+    private static func rfc850(_ text: String, nowMilliseconds: Int64) -> Fields? {
         let parts = text.split(separator: " ", omittingEmptySubsequences: false)
         guard parts.count == 4, parts[0].hasSuffix(","), longDays.contains(String(parts[0].dropLast())),
             parts[3] == "GMT", let time = time(parts[2])
@@ -46,7 +43,7 @@ enum HTTPDate {
         else { return nil }
         // RFC 9110: a two-digit year more than 50 years in the future is the latest past year with
         // those digits.
-        let currentYear = civilYear(of: now)
+        let currentYear = civilYear(ofMilliseconds: nowMilliseconds)
         var year = currentYear - currentYear % 100 + shortYear
         if year > currentYear + 50 { year -= 100 }
         return Fields(year: year, month: month, day: day, hour: time.0, minute: time.1, second: time.2)
@@ -80,7 +77,7 @@ enum HTTPDate {
     }
 
     private static func number(_ text: Substring) -> Int? {
-        guard !text.isEmpty, text.utf8.allSatisfy(isDigit) else { return nil }
+        guard !text.isEmpty, text.utf8.allSatisfy(RetryAfter.isDigit) else { return nil }
         return Int(text)
     }
 
@@ -99,9 +96,9 @@ enum HTTPDate {
         Int(CivilTime.daysFromCivil(year: Int64(year), month: Int64(month), day: Int64(day)))
     }
 
-    /// The Gregorian year of `date` in UTC.
-    private static func civilYear(of date: Date) -> Int {
-        let days = Int64((date.timeIntervalSince1970 / 86_400).rounded(.down))
+    /// The Gregorian year in UTC of an instant in Unix epoch milliseconds.
+    private static func civilYear(ofMilliseconds milliseconds: Int64) -> Int {
+        let days = milliseconds >= 0 ? milliseconds / 86_400_000 : (milliseconds + 1) / 86_400_000 - 1
         return Int(CivilTime.civilFromDays(days).year)
     }
 }
