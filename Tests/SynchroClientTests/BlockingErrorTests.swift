@@ -17,8 +17,12 @@ struct BlockingErrorTests {
         let server = try RunningServer(rows: 20)
         let transport = CycleTransport(server: server)
         let fixture = try StoreFixture(clientID: String(repeating: "c", count: PushLimits.maxRequestBodyOctets))
+        // A connected store: a generation and the bound client ID (which push presents, not the configured one).
         try fixture.inspect { connection in
             try connection.run("INSERT INTO _synchro_meta (key, value) VALUES ('client_generation', '1')")
+            try connection.run(
+                "INSERT INTO _synchro_meta (key, value) VALUES ('client_server_id', ?)",
+                [.text(fixture.store.configuration.clientID)])
         }
         try fixture.store.execute(taskInsertSQL("t-1"))
         #expect(throws: PushError.reservedEnvelopeTooLarge) { try BatchSealer(store: fixture.store).nextBatch() }

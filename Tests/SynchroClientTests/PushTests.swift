@@ -261,8 +261,11 @@ struct PushTests {
     func oversizedEnvelopeRecordsBlockingError() throws {
         let clientID = String(repeating: "c", count: PushLimits.maxRequestBodyOctets)
         let fixture = try StoreFixture(clientID: clientID)
+        // A connected store: a generation and the bound client ID (which push presents, not the configured one).
         try fixture.inspect { connection in
             try connection.run("INSERT INTO _synchro_meta (key, value) VALUES ('client_generation', '1')")
+            try connection.run(
+                "INSERT INTO _synchro_meta (key, value) VALUES ('client_server_id', ?)", [.text(clientID)])
         }
         try fixture.store.execute(
             "INSERT INTO tasks (id, owner_id, title, done, position) VALUES ('t-1', 'alice', 'T', 0, 1)")

@@ -117,11 +117,8 @@ struct ConnectEndpointTests {
         case "malformed reference":
             body = body.replacingOccurrences(of: "{\"version\":0,\"hash\":\"\"}", with: "{\"version\":1,\"hash\":\"xyz\"}")
         default:
-            // An identity is known once it presented its generation (§2.5); a first connect alone does not count.
-            let first = try server.post("/sync/connect", Self.freshBody())
-            let confirmed = try server.post("/sync/connect", try Self.continuingBody(
-                generation: 1, schema: Self.reference(first), setVersion: 1))
-            #expect(confirmed.status == 200)
+            // An identity is known from the moment its first connect is committed (upstream `synchro_connect`).
+            #expect(try server.post("/sync/connect", Self.freshBody()).status == 200)
             if name == "known identity without generation" {
                 body = body.replacingOccurrences(
                     of: "{\"version\":0,\"hash\":\"\"}", with: "{\"version\":1,\"hash\":\"\(String(repeating: "a", count: 64))\"}")
@@ -133,32 +130,28 @@ struct ConnectEndpointTests {
         #expect(reply.object["error"]?.objectValue?["received_schema"] != nil)
     }
 
-    /// `docs/decisions.md`, "A retried first connect is a first connect": the answer to a first connect may be
-    /// lost after the server committed it, and the client then retries the same request.
-    @Test("a first connect sent again is answered as a first connect: a new generation, replace and every scope")
+    /// Upstream's `synchro_connect` refuses the sentinel from any stored client row (`docs/upstream/
+    /// postgresql-extension.md` §5 point 8), and a rejected connect changes no durable client state (§3.5).
+    @Test("a first connect sent again is refused with 400 invalid_schema_reference and changes nothing")
     func repeatedFirstConnect() throws {
         let server = try RunningServer()
         let first = try server.post("/sync/connect", Self.freshBody())
         #expect(first.object["client_generation"] == .number(JSONNumber(1)))
         let again = try server.post("/sync/connect", Self.freshBody())
-        #expect(again.status == 200)
-        let body = again.object
-        // Generation 1 went to an answer the client may never have read; nothing bound to it can be presented.
-        #expect(body["client_generation"] == .number(JSONNumber(2)))
-        #expect(body["schema"]?.objectValue?["action"] == .string("replace"))
-        #expect(body["schema_definition"] != nil)
-        let added = body["scopes"]?.objectValue?["add"]?.arrayValue ?? []
-        #expect(added.compactMap { $0.objectValue?["id"]?.stringValue } == ["catalog", "user:alice"])
-        #expect(added.allSatisfy { $0.objectValue?["cursor"] == .null })
-        #expect(body["scope_cursor_updates"] == .object(JSONObject([])))
+        #expect(again.status == 400)
+        #expect(again.errorCode == "invalid_schema_reference")
+        #expect(again.object["error"]?.objectValue?["retryable"] == .bool(false))
+        #expect(again.object["error"]?.objectValue?["received_schema"] == .object(JSONObject([
+            JSONMember("hash", .string("")), JSONMember("version", .number(JSONNumber(0))),
+        ])))
 
-        // The client that read the second answer continues with it; the identity is known from then on.
+        // The registration of the first answer is untouched: its holder continues with generation 1, no delta.
         let continuing = try server.post("/sync/connect", try Self.continuingBody(
-            generation: 2, schema: Self.reference(again),
-            setVersion: body["scope_set_version"]?.numberValue?.exactInt64 ?? 0))
+            generation: 1, schema: Self.reference(first),
+            setVersion: first.object["scope_set_version"]?.numberValue?.exactInt64 ?? 0))
         #expect(continuing.status == 200)
         #expect(continuing.object["schema"]?.objectValue?["action"] == .string("none"))
-        #expect(continuing.object["client_generation"] == .number(JSONNumber(2)))
+        #expect(continuing.object["client_generation"] == .number(JSONNumber(1)))
         #expect(continuing.object["scopes"]?.objectValue?["add"] == .array([]))
         #expect(try server.post("/sync/connect", Self.freshBody()).errorCode == "invalid_schema_reference")
     }
@@ -173,15 +166,19 @@ struct ConnectEndpointTests {
         #expect(again.errorCode == "invalid_schema_reference")
     }
 
-    @Test("a first connect lost on the way back is retried with the same bytes and answered as a first connect")
+    @Test("a first connect lost on the way back is committed: its resend is refused, a new identity is fresh")
     func lostFirstConnectResponse() throws {
         let server = try RunningServer()
         try server.engine.inject(.loseResponse(route: "/sync/connect", count: 1))
         #expect(throws: TransportError.self) { _ = try server.post("/sync/connect", Self.freshBody()) }
         let retry = try server.post("/sync/connect", Self.freshBody())
-        #expect(retry.status == 200)
-        #expect(retry.object["client_generation"] == .number(JSONNumber(2)))
-        #expect(retry.object["schema"]?.objectValue?["action"] == .string("replace"))
+        #expect(retry.status == 400)
+        #expect(retry.errorCode == "invalid_schema_reference")
+        // What the engine does next (`docs/decisions.md`): a first connect under an identity nobody registered.
+        let fresh = try server.post("/sync/connect", Self.freshBody(client: "ios-1-next"))
+        #expect(fresh.status == 200)
+        #expect(fresh.object["client_generation"] == .number(JSONNumber(1)))
+        #expect(fresh.object["schema"]?.objectValue?["action"] == .string("replace"))
     }
 
     @Test("structurally invalid bodies get 400 invalid_request", arguments: [

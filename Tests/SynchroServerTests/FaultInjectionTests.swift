@@ -46,10 +46,18 @@ struct FaultInjectionTests {
         let server = try RunningServer()
         try server.engine.inject(.loseResponse(route: "/sync/connect", count: 1))
         #expect(throws: TransportError.self) { _ = try server.post("/sync/connect", Self.connect) }
-        // The registration was committed (generation 1 went to the lost answer); the retry is a first connect.
+        // The registration was committed (generation 1 went to the lost answer): the identity is known, so the
+        // resent sentinel is refused as upstream refuses it, and the refusal changes nothing.
         let again = try server.post("/sync/connect", Self.connect)
-        #expect(again.status == 200)
-        #expect(again.object["client_generation"] == .number(JSONNumber(2)))
+        #expect(again.status == 400)
+        #expect(again.errorCode == "invalid_schema_reference")
+        let holder = try server.post("/sync/connect", try ConnectEndpointTests.continuingBody(
+            generation: 1, schema: .object(JSONObject([
+                JSONMember("version", .number(JSONNumber(1))),
+                JSONMember("hash", server.engine.currentSchemaHashForTesting.map(JSONValue.string) ?? .null),
+            ])), setVersion: 1))
+        #expect(holder.status == 200)
+        #expect(holder.object["client_generation"] == .number(JSONNumber(1)))
     }
 
     @Test("a lost response on a reused keep-alive connection fails the transfer once; libcurl resends nothing")
@@ -82,9 +90,10 @@ struct FaultInjectionTests {
         #expect(throws: TransportError.other(code: 18)) { _ = try client.send(connect) }
         #expect(handled.all == ["/ready": 1, "/sync/connect": 1])
 
-        // The lost connect was committed; its retry is answered as a first connect (docs/decisions.md).
+        // The lost connect was committed; its resend reaches the server and is refused as a known identity's.
         let again = try client.send(connect)
-        #expect(again.status == 200)
+        #expect(again.status == 400)
+        #expect(String(decoding: again.body, as: UTF8.self).contains("\"invalid_schema_reference\""))
         #expect(handled.all == ["/ready": 1, "/sync/connect": 2])
     }
 

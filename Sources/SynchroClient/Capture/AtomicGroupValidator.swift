@@ -44,7 +44,9 @@ struct AtomicGroupValidator {
             guard measurement.isWithinMutationLimits else { throw AtomicGroupInvalid(reason: .mutationTooLarge) }
             measurements.append(measurement)
         }
-        let envelope = try PushLimits.reservedEnvelope(clientID: clientID)
+        // The real client ID is the bound one once bound (it may have replaced the configured one).
+        let realClientID = try MetaStore.value(.clientServerID, on: connection) ?? clientID
+        let envelope = try PushLimits.reservedEnvelope(clientID: realClientID)
         let separators = max(measurements.count - 1, 0)
         let body = envelope.bodyOctets(atomic: true) + measurements.reduce(0) { $0 + $1.elementBodyOctets } + separators
         let canonical = envelope.canonicalOctets(atomic: true)

@@ -25,6 +25,23 @@ extension CycleRun {
         events(.phaseFinished(.connect))
     }
 
+    /// After 400 `invalid_schema_reference` to a connect from a store that never installed one: the server holds a
+    /// registration of the bound ID that this store never received (a lost first-connect response, or an ID another
+    /// installation registered). The store leaves that identity for a new one from the UUID source, in one
+    /// transaction that records the left ID and keeps every authored mutation with its ID
+    /// (``ClientIdentity/leaveUnheld(for:in:)``); the caller then connects fresh. False, with nothing changed, for
+    /// any other answer or a store that ever connected: that refusal is stored as the dispatch table says.
+    func leaveUnheldIdentity(status: Int, code: String?) throws(SyncCycleError) -> Bool {
+        guard status == 400, code == "invalid_schema_reference" else { return false }
+        let store = context.store
+        let newID = store.configuration.uuids.next()
+        let left = try mapping(.connect) { () throws(SyncError) in try ClientIdentity.leaveUnheld(for: newID, in: store) }
+        guard let left else { return false }
+        summary.replacedClientIDs.append(left)
+        events(.clientIdentityReplaced(left: left, current: newID))
+        return true
+    }
+
     /// Refuses the run while a blocking error is stored (`spec/client-store.md` §11), unless this run is that
     /// error's own recovery (the explicit reset of a `schema_reset` error). The state machine stays in, or
     /// enters, `error`: a refused run never passes through `local_ready` (§10.2 needs the condition remedied).

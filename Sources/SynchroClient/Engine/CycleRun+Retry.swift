@@ -19,6 +19,12 @@ extension CycleRun {
                 case .transport:
                     try scheduleRetry(phase, attempt: attempt, status: nil)
                 case .http(let status, let code):
+                    // The identity switch counts as an attempt, so a server that refuses every first connect
+                    // cannot make a cycle churn through identities.
+                    if phase == .connect, attempt < configuration.retry.maxAttempts,
+                       try leaveUnheldIdentity(status: status, code: code) {
+                        continue
+                    }
                     try refuse(phase, status: status, code: code)
                     throw .sync(phase: phase, error)
                 default:

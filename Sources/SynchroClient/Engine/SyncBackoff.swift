@@ -152,12 +152,12 @@ enum BackoffStore {
         case .connecting:
             current = []
         case .pulling:
-            let request = try? PullApplier.requestJSON(
-                on: connection, clientID: context.clientID, limit: context.pageLimit)
+            let request = try? PullApplier.requestJSON(on: connection, limit: context.pageLimit)
             current = request.map { [$0] } ?? []
         case .rebuilding:
+            let clientID = try ClientIdentity.bound(on: connection)
             current = try RebuildApplier.attempts(on: connection).compactMap {
-                try? RebuildApplier.requestJSON(for: $0, clientID: context.clientID)
+                try? RebuildApplier.requestJSON(for: $0, clientID: clientID)
             }
         }
         guard !current.contains(where: { $0.exactlyEquals(stored.workIdentity) }) else { return }

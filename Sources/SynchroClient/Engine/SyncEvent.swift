@@ -27,6 +27,10 @@ public enum SyncEvent: Sendable, Equatable {
     case scopeVerified(scope: String)
     /// A retryable failure (429, 503, a lost response) is retried after `delay`; `attempt` is the failed one.
     case retryScheduled(phase: SyncPhase, attempt: Int, status: Int?, delay: Duration)
+    /// The server refused a first connect from an identity it had registered but this store never held (a lost
+    /// first-connect response): the store left `left` for `current` and connects fresh, keeping every authored
+    /// mutation (`docs/decisions.md`, "A lost first-connect response: the store leaves the identity it never held").
+    case clientIdentityReplaced(left: String, current: String)
     /// A connect's schema action (`replace`, `rebuild_local`) was applied.
     case schemaApplied(action: String)
     /// The server applied this mutation (its stable ID).

@@ -23,6 +23,8 @@ public struct SyncSummary: Sendable, Equatable {
     public var mutationsRejected = 0
     /// Retries scheduled after retryable failures.
     public var retries = 0
+    /// Client IDs the store left in this cycle for a new one after a lost first-connect response, in order.
+    public var replacedClientIDs: [String] = []
     /// Sealed batches renewed after a generation or schema change.
     public var batchesRenewed = 0
     /// What became of each seed continuation receipt (local re-check, then the connect's disposition), in byte

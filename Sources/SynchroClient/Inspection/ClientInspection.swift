@@ -57,8 +57,11 @@ public struct ClientInspection: Sendable, Equatable {
     public let schemaVersion: Int64
     /// The active schema hash, nil for a fresh store.
     public let schemaHash: String?
-    /// The client ID the store is bound to, nil until the first successful connect.
+    /// The client ID the store is bound to, nil until the first connect is sent.
     public let clientID: String?
+    /// Client IDs the store left after a lost first-connect response, oldest first (`docs/decisions.md`, "A lost
+    /// first-connect response: the store leaves the identity it never held"); never sent again.
+    public let replacedClientIDs: [String]
     /// The server-issued client generation; 0 before connect.
     public let generation: Int64
     /// The server's scope-set version; 0 before connect.
@@ -102,6 +105,7 @@ private struct InspectionReader {
             schemaVersion: try MetaStore.integer(.schemaVersion, on: connection),
             schemaHash: hash?.isEmpty == false ? hash : nil,
             clientID: clientID?.isEmpty == false ? clientID : nil,
+            replacedClientIDs: try ClientIdentity.replaced(on: connection),
             generation: try MetaStore.integer(.clientGeneration, on: connection),
             scopeSetVersion: try MetaStore.integer(.scopeSetVersion, on: connection),
             scopes: try scopes(), mutations: try mutations(), batches: try batches(), rejections: try rejections(),

@@ -63,7 +63,7 @@ public struct BatchSealer: Sendable {
     }
 
     private func seal(on connection: Connection) throws -> SealedBatch? {
-        let binding = try PushBinding.current(on: connection, clientID: store.configuration.clientID)
+        let binding = try PushBinding.current(on: connection)
         let envelope: PushLimits.ReservedEnvelope
         do {
             envelope = try PushLimits.reservedEnvelope(clientID: binding.clientID)

@@ -66,7 +66,6 @@ public struct PushExchange: Sendable {
     /// with a new batch ID, the current generation and schema, the same `atomic` flag and the unchanged
     /// mutations (original IDs, exact authored content) becomes the `pending` batch, in one transaction.
     public func renewBatch() throws(PushError) -> SealedBatch {
-        let clientID = store.configuration.clientID
         let uuids = store.configuration.uuids
         let now = store.configuration.clock.timestamp()
         let successor = try store.withEnginePush { connection throws(PushError) -> SealedBatch in
@@ -81,7 +80,7 @@ public struct PushExchange: Sendable {
                     guard let request = try? PushRequest.parse(body: old.body, shape: .wire) else {
                         throw PushError.sealedBatchInvalid(batchID: oldID, rule: "unparsable")
                     }
-                    let binding = try PushBinding.current(on: connection, clientID: clientID)
+                    let binding = try PushBinding.current(on: connection)
                     guard binding.generation != request.clientGeneration || binding.schema != request.schema else {
                         throw PushError.renewalNotPossible(rule: "binding_unchanged")
                     }

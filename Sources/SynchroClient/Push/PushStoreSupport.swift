@@ -10,7 +10,8 @@ struct PushBinding {
     /// The active `local_schema` JSON, stored with a batch as the schema it was built from.
     let localSchemaJSON: String
 
-    static func current(on connection: Connection, clientID: String) throws -> PushBinding {
+    /// The binding of a connected store: its bound client ID (``ClientIdentity``), generation and schema.
+    static func current(on connection: Connection) throws -> PushBinding {
         guard let generationText = try MetaStore.value(.clientGeneration, on: connection),
               let generation = Int64(generationText), generation > 0,
               let versionText = try MetaStore.value(.schemaVersion, on: connection),
@@ -20,8 +21,9 @@ struct PushBinding {
         else {
             throw PushError.notConnected
         }
-        let bound = try MetaStore.value(.clientServerID, on: connection)
-        guard bound == nil || bound == clientID else { throw PushError.notConnected }
+        guard let clientID = try MetaStore.value(.clientServerID, on: connection), !clientID.isEmpty else {
+            throw PushError.notConnected
+        }
         return PushBinding(
             clientID: clientID, generation: generation, schema: schema,
             localSchemaJSON: try MetaStore.value(.localSchema, on: connection) ?? "[]")

@@ -19,7 +19,8 @@ import SynchroProtocol
 ///
 /// Identity: the client ID is bound (`client_server_id`) before the first connect is sent, in its own
 /// transaction, so the identity a server may have registered is the one every later run presents, even when the
-/// first answer never arrives (`docs/decisions.md`, "The client ID is stored before the first connect").
+/// first answer never arrives (`docs/decisions.md`, "The client ID is stored before the first connect"). Every
+/// request presents the bound ID (``ClientIdentity``), never the configured one.
 public struct ConnectExchange: Sendable {
     /// Where and as whom to connect.
     public let context: SyncContext
@@ -36,9 +37,10 @@ public struct ConnectExchange: Sendable {
     ///
     /// This only reads: ``run()`` re-checks the receipts (``checkSeedReceipts()``) before it builds the request.
     public func request() throws(SyncError) -> ConnectRequest {
-        let clientID = context.clientID
+        let configured = context.store.configuration.clientID
         let (platform, appVersion) = (context.platform, context.appVersion)
         return try context.store.readSyncState { connection in
+            let clientID = try ClientIdentity.presented(on: connection, configured: configured)
             let generation = try MetaStore.integer(.clientGeneration, on: connection)
             let version = try MetaStore.integer(.schemaVersion, on: connection)
             let hash = try MetaStore.value(.schemaHash, on: connection) ?? ""
@@ -129,7 +131,9 @@ public struct ConnectExchange: Sendable {
         }
         let receiptScopes = request.seedReceipts?.map(\.scopeID) ?? []
         let seedReceipts = try Self.seedDispositions(of: receiptScopes, in: response)
-        try install(response, fresh: request.schema == nil, receiptScopes: receiptScopes, reset: schemaReset)
+        try install(
+            response, clientID: request.clientID, fresh: request.schema == nil, receiptScopes: receiptScopes,
+            reset: schemaReset)
         SyncCrashPoint.connectInstalled.reached()
         return ConnectOutcome(schemaAction: response.action, seedReceipts: seedReceipts)
     }
@@ -177,7 +181,7 @@ public struct ConnectExchange: Sendable {
     }
 
     private func install(
-        _ response: ConnectResponse, fresh: Bool, receiptScopes: [String], reset: Bool
+        _ response: ConnectResponse, clientID: String, fresh: Bool, receiptScopes: [String], reset: Bool
     ) throws(SyncError) {
         var manifest: ClientManifest?
         switch response.action {
@@ -224,7 +228,6 @@ public struct ConnectExchange: Sendable {
         guard affected.allSatisfy({ known.contains($0) && !response.removed.contains($0) }) else {
             throw .contract(rule: "affected_scope_not_assigned", member: "affected_scopes")
         }
-        let clientID = context.clientID
         // Over an installed schema the migration journal owns the cursor replacements and affected scopes.
         let migrates = manifest != nil && !fresh
         let install = { (connection: Connection) throws in

@@ -28,14 +28,13 @@ public struct PullApplier: Sendable {
 
     /// The request local state produces: stored cursors of every known scope, the bound generation and schema.
     public func request() throws(SyncError) -> PullRequest {
-        let (clientID, limit) = (context.clientID, context.pageLimit)
-        return try context.store.readSyncState { connection in
-            try Self.request(on: connection, clientID: clientID, limit: limit)
-        }
+        let limit = context.pageLimit
+        return try context.store.readSyncState { connection in try Self.request(on: connection, limit: limit) }
     }
 
-    static func request(on connection: Connection, clientID: String, limit: Int64) throws -> PullRequest {
+    static func request(on connection: Connection, limit: Int64) throws -> PullRequest {
         let binding = try ScopeStore.binding(on: connection)
+        let clientID = try ClientIdentity.bound(on: connection)
         let scopes = try ScopeStore.all(on: connection)
         return PullRequest(
             clientID: clientID, clientGeneration: binding.generation, schema: binding.schema,
@@ -44,8 +43,8 @@ public struct PullApplier: Sendable {
     }
 
     /// The exact body of the pull request local state makes now (the work identity of a `pulling` retry).
-    static func requestJSON(on connection: Connection, clientID: String, limit: Int64) throws -> String {
-        try CanonicalJSON.string(try request(on: connection, clientID: clientID, limit: limit).json)
+    static func requestJSON(on connection: Connection, limit: Int64) throws -> String {
+        try CanonicalJSON.string(try request(on: connection, limit: limit).json)
     }
 
     /// Pulls one page. A non-200 reply (including `503 capture_pending`) throws with nothing changed.

@@ -92,7 +92,7 @@ public struct RebuildApplier: Sendable {
 
     /// The exact request the stored attempt makes next.
     public func request(for attempt: RebuildAttempt) throws(SyncError) -> RebuildRequest {
-        try Self.request(for: attempt, clientID: context.clientID)
+        try Self.request(for: attempt, clientID: context.boundClientID())
     }
 
     static func request(for attempt: RebuildAttempt, clientID: String) throws(SyncError) -> RebuildRequest {
@@ -138,7 +138,8 @@ public struct RebuildApplier: Sendable {
         scope: String, ahead: RequestAhead<ReceivedPage>?, check: RebuildRowCheck? = nil
     ) throws(SyncError) -> (isFinal: Bool, rows: Int) {
         guard let attempt = try attempt(scope: scope) else { throw .invalidState(reason: "no rebuild attempt") }
-        let body = try Self.body(for: attempt, clientID: context.clientID)
+        let clientID = try context.boundClientID()
+        let body = try Self.body(for: attempt, clientID: clientID)
         let manifest = try store.readSyncState { connection in try store.activeManifest(on: connection) }
         let received: ReceivedPage
         if let early = ahead?.take(body) {
@@ -149,7 +150,7 @@ public struct RebuildApplier: Sendable {
         SyncCrashPoint.rebuildReceived.reached()
         if let ahead, let next = received.page.cursor {
             // The request this page leads to, exactly as the stored attempt will make it once the page commits.
-            let nextBody = try Self.body(for: attempt.advanced(to: next), clientID: context.clientID)
+            let nextBody = try Self.body(for: attempt.advanced(to: next), clientID: clientID)
             let transport = context.transport
             ahead.send(nextBody) { () throws(SyncError) in
                 try Self.receive(nextBody, scope: scope, manifest: manifest, transport: transport)

@@ -27,7 +27,10 @@ public struct SyncContext: Sendable {
         self.pageLimit = pageLimit
     }
 
-    var clientID: String { store.configuration.clientID }
+    /// The bound client ID (``ClientIdentity``): push, pull and rebuild present it, never the configured one.
+    func boundClientID() throws(SyncError) -> String {
+        try store.readSyncState { connection in try ClientIdentity.bound(on: connection) }
+    }
 }
 
 /// The local scope state as the engine reads it.

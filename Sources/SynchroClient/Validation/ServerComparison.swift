@@ -19,8 +19,7 @@ enum ServerComparisonRequest {
         guard validation.isValid,
               let clientID = try MetaStore.value(.clientServerID, on: connection), !clientID.isEmpty,
               let manifest = try? LocalRows.activeManifest(on: connection),
-              let request = try? PullApplier.request(
-                  on: connection, clientID: clientID, limit: ExactObjectReader.pageLimit.upperBound)
+              let request = try? PullApplier.request(on: connection, limit: ExactObjectReader.pageLimit.upperBound)
         else { return nil }
         let stored = try connection.query(
             "SELECT scope_id, checksum FROM _synchro_scopes WHERE checksum IS NOT NULL"

@@ -26,14 +26,13 @@ enum ConnectEndpoint {
         }
         let existing = try ClientRecord.load(user: context.user, client: request.clientID, from: db)
         if existing?.retired == true { throw WireError(.clientRetired, "client retired") }
-        let known = try existing?.isKnownIdentity(in: db) ?? false
-        try checkSchemaReferenceUse(request, known: known, existing: existing, received: body)
-        // Without a generation from an identity never seen with one, this is its first connect sent again.
-        let repeatedFirst = existing != nil && !known && request.clientGeneration == nil
+        try checkSchemaReferenceUse(request, existing: existing, received: body)
 
         return try db.transaction(kind: .immediate) {
-            var client = registration(
-                existing: existing, repeatedFirst: repeatedFirst, context: context, clientID: request.clientID)
+            var client = existing ?? ClientRecord(
+                userID: context.user, clientID: request.clientID, generation: 0, schemaVersion: 0,
+                scopeSetVersion: 0, assigned: [], retired: false, acceptedWriteEpoch: 0, pendingFenceLSN: 0,
+                lastActivity: context.now)
             let renewed = client.generation == 0 || request.clientGeneration != client.generation
             if renewed { client.generation += 1 }
             client.lastActivity = context.now
@@ -73,11 +72,7 @@ enum ConnectEndpoint {
             let updates = try cursorUpdates(
                 request: request, client: client, dispatch: dispatch, renewed: renewed && existing != nil,
                 kept: Set(assignedNow).subtracting(added), state: &state)
-            // Only a presented generation proves what the client installed (§2.5); a first connect's answer may
-            // never arrive, so it confirms nothing.
-            if request.clientGeneration != nil, let presented = request.schema {
-                client.schemaVersion = presented.version
-            }
+            if dispatch.action != "unsupported" { client.schemaVersion = current.schemaVersion }
             try ClientRecord.bind(client: request.clientID, to: context.user, in: db)
             try client.save(to: db)
 
@@ -118,42 +113,25 @@ enum ConnectEndpoint {
         return request
     }
 
-    /// Row 2 of §3.3: the fresh sentinel only from an identity never seen with a generation or installed
-    /// schema (§2.5), without generation or reset; a known identity must present its generation.
-    ///
-    /// An identity whose only trace is the server's own answer to a first connect is not known: that answer may
-    /// have been lost, and the client then retries the same request (`docs/decisions.md`, "A retried first
-    /// connect is a first connect").
+    /// Row 2 of §3.3, as upstream's `synchro_connect` applies it (`docs/upstream/postgresql-extension.md` §5
+    /// points 8–9): an identity is known from the moment its first connect is committed, so any stored client
+    /// record refuses the fresh sentinel and a connect without `client_generation` — even when the answer to that
+    /// first connect never reached the client (`docs/decisions.md`, "A lost first-connect response: the store
+    /// leaves the identity it never held").
     private static func checkSchemaReferenceUse(
-        _ request: ConnectRequest, known: Bool, existing: ClientRecord?, received body: JSONValue
+        _ request: ConnectRequest, existing: ClientRecord?, received body: JSONValue
     ) throws {
         let received = body.objectValue?["schema"] ?? .null
         func reject() -> WireError {
             WireError(.invalidSchemaReference, "invalid schema reference", extras: [JSONMember("received_schema", received)])
         }
-        if request.schema == nil && (request.clientGeneration != nil || request.schemaReset || known) {
+        if request.schema == nil && (request.clientGeneration != nil || request.schemaReset || existing != nil) {
             throw reject()
         }
-        if known && request.clientGeneration == nil { throw reject() }
+        if existing != nil && request.clientGeneration == nil { throw reject() }
         if request.schemaReset && (existing == nil || request.clientGeneration != existing?.generation) {
             throw reject()
         }
-    }
-
-    /// The record this connect updates: the stored one, or a first registration. A first connect sent again
-    /// (its answer lost) starts over from the identity's unconfirmed record: the client knows no scope and no
-    /// generation, so it gets every assigned scope again and a generation after the unseen one (whatever was
-    /// bound to that one can never be presented).
-    private static func registration(
-        existing: ClientRecord?, repeatedFirst: Bool, context: EndpointContext, clientID: String
-    ) -> ClientRecord {
-        if let existing, !repeatedFirst { return existing }
-        var client = existing ?? ClientRecord(
-            userID: context.user, clientID: clientID, generation: 0, schemaVersion: 0,
-            scopeSetVersion: 0, assigned: [], retired: false, acceptedWriteEpoch: 0, pendingFenceLSN: 0,
-            lastActivity: context.now)
-        client.assigned = []
-        return client
     }
 
     /// `scope_cursor_updates` (§3.4): for a Class 2/3 action, each kept scope whose presented cursor

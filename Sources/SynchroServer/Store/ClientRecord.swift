@@ -6,8 +6,8 @@ struct ClientRecord {
     let userID: String
     let clientID: String
     var generation: Int64
-    /// The schema version the client last presented together with its generation on connect: what it has
-    /// installed, as far as the server knows; 0 while it has only sent the fresh sentinel or a first connect.
+    /// The schema version the client has installed, as far as the server knows (the version its last supported
+    /// connect was answered with).
     var schemaVersion: Int64
     var scopeSetVersion: Int64
     /// The assigned scope set, in byte order.
@@ -48,21 +48,6 @@ struct ClientRecord {
                 .integer(scopeSetVersion), .text(assignedText), .integer(retired ? 1 : 0),
                 .integer(acceptedWriteEpoch), .integer(pendingFenceLSN), .integer(lastActivity),
             ])
-    }
-
-    /// Whether the server has seen this identity with a generation or an installed schema (`spec/wire-protocol.md`
-    /// §2.5): a connect that presented its generation, or any push batch or rebuild session, which carry it.
-    /// A record that only holds the server's answer to a first connect is not known: the client may never have
-    /// received it.
-    func isKnownIdentity(in db: Connection) throws -> Bool {
-        if schemaVersion > 0 { return true }
-        let arguments: [SQLiteValue] = [.text(userID), .text(clientID)]
-        for table in ["push_batches", "rebuild_sessions"] {
-            let used = try db.cachedStatement("SELECT 1 FROM \(table) WHERE user_id = ? AND client_id = ? LIMIT 1")
-                .scalar(arguments)
-            if used != nil { return true }
-        }
-        return false
     }
 
     /// The user a client ID is bound to, if any: a client ID belongs to one user forever.

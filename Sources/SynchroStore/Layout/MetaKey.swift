@@ -16,6 +16,10 @@ public enum MetaKey: String, Sendable, CaseIterable {
     case schemaManifest = "schema_manifest"
     /// The client ID the database is bound to.
     case clientServerID = "client_server_id"
+    /// seedkit's own key: the client IDs this store left, oldest first, as a JSON array of strings. An ID is left
+    /// only when a first connect's answer was lost and the server refused its resend (`docs/decisions.md`, "A lost
+    /// first-connect response: the store leaves the identity it never held"); kept for inspection, never sent.
+    case replacedClientIDs = "replaced_client_server_ids"
     /// Server-issued client generation.
     case clientGeneration = "client_generation"
     /// The server's scope-set version.

@@ -63,6 +63,7 @@ enum InspectCommand {
             ("schema_version", number(inspection.schemaVersion)),
             ("schema_hash", inspection.schemaHash.map(JSONValue.string) ?? .null),
             ("client_id", inspection.clientID.map(JSONValue.string) ?? .null),
+            ("replaced_client_ids", .array(inspection.replacedClientIDs.map(JSONValue.string))),
             ("generation", number(inspection.generation)),
             ("scope_set_version", number(inspection.scopeSetVersion)),
             ("scopes", .array(scopes)),
@@ -81,6 +82,9 @@ enum InspectCommand {
         let schema = inspection.schemaHash.map { "version \(inspection.schemaVersion), hash \($0)" } ?? "none"
         lines.append("schema: \(schema)")
         lines.append("client id: \(inspection.clientID ?? "none (never connected)")")
+        if !inspection.replacedClientIDs.isEmpty {
+            lines.append("replaced client ids: \(inspection.replacedClientIDs.joined(separator: ", "))")
+        }
         lines.append("generation: \(inspection.generation), scope set version: \(inspection.scopeSetVersion)")
         lines.append("scopes: \(inspection.scopes.isEmpty ? "none" : "")")
         for scope in inspection.scopes {

@@ -187,7 +187,9 @@ enum SyncSession {
     }
 
     /// Opens (creating when missing) the store. A store already bound to a client ID keeps it; a fresh one
-    /// uses `--client-id` or a new UUID, which the first successful connect persists.
+    /// uses `--client-id` or a new UUID, which connect binds before it sends anything. `--client-id` must name the
+    /// bound ID or one the store left after a lost first-connect response (docs/cli.md, "Client IDs"): a job that
+    /// always passes the ID it started with keeps working after the engine replaced it.
     private static func openStore(path: String, clientID requested: String?) throws -> ClientStore {
         let provisional = requested ?? UUID().uuidString.lowercased()
         let store: ClientStore
@@ -201,8 +203,9 @@ enum SyncSession {
             throw error
         }
         guard let bound = try store.meta(.clientServerID), !bound.isEmpty, bound != provisional else { return store }
+        let replaced = try store.inspect().replacedClientIDs
         store.close()
-        if requested != nil {
+        if let requested, !replaced.contains(requested) {
             throw StoreOpenError(message: "the store is bound to another client ID than --client-id", isUsage: true)
         }
         return try ClientStore(configuration: ClientStoreConfiguration(path: path, clientID: bound))
@@ -238,6 +241,10 @@ struct SyncOutput: Sendable {
     func summary(_ summary: SyncSummary) {
         console.detail("cycle: \(PipelineText.requests(summary)), \(summary.retries) retries")
         guard json else {
+            for left in summary.replacedClientIDs {
+                console.info("client ID \(left) was left: the server had registered it from a first connect whose "
+                    + "answer never arrived; the store now has a new client ID (seedkit inspect)\n")
+            }
             console.info("synced: \(summary.rowsApplied) rows, \(summary.scopesVerified.count) scopes verified, "
                 + "\(summary.mutationsPushed) mutations pushed\n")
             return
@@ -256,6 +263,7 @@ struct SyncOutput: Sendable {
                 "rejected": Self.number(summary.mutationsRejected),
             ])),
             "retries": Self.number(summary.retries),
+            "replaced_client_ids": .array(summary.replacedClientIDs.map(JSONValue.string)),
         ])
     }
 
@@ -330,6 +338,8 @@ struct SyncOutput: Sendable {
             "\(phase.rawValue) attempt \(attempt) failed (\(status.map { "HTTP \($0)" } ?? "no response")), "
                 + "retrying in \(milliseconds(delay)) ms"
         case .schemaApplied(let action): "schema action \(action) applied"
+        case .clientIdentityReplaced(let left, let current):
+            "client ID \(left) refused as registered without this store; connecting as \(current)"
         case .mutationAccepted(let id): "mutation \(id) accepted"
         case .mutationRejected(let id, let code): "mutation \(id) rejected (\(code))"
         case .rebuildRequested(let scope): "rebuild of \(scope) requested"
@@ -355,6 +365,8 @@ struct SyncOutput: Sendable {
                 "status": status.map(number) ?? .null, "delay_ms": .number(JSONNumber(milliseconds(delay))),
             ]
         case .schemaApplied(let action): ["event": .string("schema_applied"), "action": .string(action)]
+        case .clientIdentityReplaced(let left, let current):
+            ["event": .string("client_id_replaced"), "left": .string(left), "current": .string(current)]
         case .mutationAccepted(let id): ["event": .string("mutation_accepted"), "mutation_id": .string(id)]
         case .mutationRejected(let id, let code):
             ["event": .string("mutation_rejected"), "mutation_id": .string(id), "code": .string(code)]
