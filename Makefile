@@ -5,7 +5,7 @@ SHARED     ?= ../shared
 VECTORS    ?= $(SHARED)/vectors/canonical-v1.json
 SEEDKIT    := .build/debug/seedkit
 
-.PHONY: all deps build release test bench demo clean crash fuzz
+.PHONY: all deps build release test bench demo clean crash fuzz drills
 
 all: build
 
@@ -35,6 +35,11 @@ crash: deps
 fuzz: deps
 	SEEDKIT_FUZZ_SECONDS=$${SEEDKIT_FUZZ_SECONDS:-120} SEEDKIT_FUZZ_ARTIFACTS=$${SEEDKIT_FUZZ_ARTIFACTS:-.build/fuzz} \
 		$(SWIFT) test $(SWIFTFLAGS) --no-parallel --filter 'Fuzz[A-Za-z]*Tests'
+
+# Staging drills (docs/reliability.md): seedkit serve, stores warmed with seedkit sync, a server-side change, sync
+# again; converged or a named blocking state. make test runs them small; this runs more rows and stores.
+drills: deps
+	SEEDKIT_DRILLS=long $(SWIFT) test $(SWIFTFLAGS) --no-parallel --filter 'StagingDrillTests'
 
 demo: build
 	@scripts/demo.sh "$(SEEDKIT)" "$(VECTORS)"

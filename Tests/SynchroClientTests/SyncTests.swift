@@ -2,6 +2,7 @@ import Foundation
 import SQLiteKit
 import SynchroClient
 import SynchroProtocol
+import Synchronization
 import Testing
 import _SeedkitTestSupport
 
@@ -301,10 +302,12 @@ struct SyncTests {
         try fixture.connect()
         let applier = RebuildApplier(context: fixture.context)
         let first = try applier.start(scope: "user:alice")
+        let finalRecords = Mutex(-1)
         fixture.transport.setEdit { _, reply in
             guard let json = try? StrictJSONParser().parse(reply.body), let object = json.objectValue,
                 object["checksum"] != nil
             else { return reply }
+            finalRecords.withLock { $0 = object["records"]?.arrayValue?.count ?? -1 }
             let zero = try? Checksum(digest: Array(repeating: 0, count: 32))
             let members = object.members.map { $0.key == "checksum" ? JSONMember("checksum", zero?.json ?? .null) : $0 }
             let body = (try? CanonicalJSON.encode(.object(JSONObject(members)))) ?? []
@@ -316,11 +319,19 @@ struct SyncTests {
         #expect(try applier.attempt(scope: "user:alice") == nil)
         let alice = try #require(try fixture.scopes().first { $0.id == "user:alice" })
         #expect(alice.cursor == nil && alice.checksum == nil)
+        // The final page that did not verify committed nothing (the finality window): its edges are not there.
+        let edgesAfterMismatch = try fixture.count(
+            "SELECT count(*) FROM _synchro_scope_rows WHERE scope_id = 'user:alice'")
+        #expect(try fixture.count("SELECT count(*) FROM _synchro_rebuild_page_receipts") == 0)
         fixture.transport.setEdit(nil)
         let second = try applier.start(scope: "user:alice")
         #expect(second.rebuildID != first.rebuildID)
         try applier.rebuild(scope: "user:alice")
         #expect(try fixture.scopes().first { $0.id == "user:alice" }?.checksum != nil)
+        let edges = try fixture.count("SELECT count(*) FROM _synchro_scope_rows WHERE scope_id = 'user:alice'")
+        let final = finalRecords.withLock { $0 }
+        #expect(final > 0)
+        #expect(edgesAfterMismatch == edges - Int64(final))
     }
 
     /// Changes one hex digit of the first `row_checksum` digest in a body.

@@ -11,7 +11,17 @@ extension CycleRun {
         let rejected = try mapping(.connect) { () throws(SyncError) in try exchange.checkSeedReceipts() }
         summary.seedReceipts += rejected
         let reset = schemaReset
-        let outcome = try retrying(.connect) { () throws(SyncError) in try exchange.send(schemaReset: reset) }
+        let outcome: ConnectOutcome
+        do {
+            outcome = try retrying(.connect) { () throws(SyncError) in try exchange.send(schemaReset: reset) }
+        } catch {
+            // An `unsupported` answer was just stored as the blocking error: this run ends as every later one will,
+            // blocked, naming the reason and the reset that recovers (exit status 3, not a plain failure).
+            if let reason = try? SchemaUnsupportedRecord.stored(in: context.store) {
+                throw .blocked(operation: "connect", code: reason, recoveryAction: "schema_reset")
+            }
+            throw error
+        }
         schemaReset = false
         summary.seedReceipts += outcome.seedReceipts
         summary.seedReceipts.sort { $0.scopeID.utf8Precedes($1.scopeID) }

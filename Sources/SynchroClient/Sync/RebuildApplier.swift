@@ -261,7 +261,37 @@ public struct RebuildApplier: Sendable {
             throw .invalidState(reason: "the attempt targets another schema")
         }
         let requestJSON = String(decoding: requestBytes, as: UTF8.self)
-        let outcome = try context.store.applySyncKeepingScopeDigests { connection -> PageOutcome in
+        let outcome: PageOutcome
+        do {
+            outcome = try applyPage(
+                page: page, records: records, manifest: manifest, responseJSON: responseJSON, requestJSON: requestJSON,
+                attempt: attempt, check: check)
+        } catch {
+            // A final page that does not verify commits nothing (its rows, edges and receipt roll back with it);
+            // the attempt is then discarded in its own transaction. A crash in between leaves the attempt at the
+            // request before the final page, which the next run sends again and judges the same way: no state
+            // ever holds a final receipt without finality (client contract, rebuild finality).
+            if case .rebuildChecksumMismatch = error { try discardAttempt(scope: scope) }
+            throw error
+        }
+        switch outcome {
+        case .intermediate:
+            SyncCrashPoint.rebuildPage.reached()
+            return false
+        case .final:
+            SyncCrashPoint.rebuildFinal.reached()
+            return true
+        }
+    }
+
+    /// One page transaction of ``apply(page:records:manifest:responseJSON:requestBytes:attempt:check:)``; throws
+    /// ``SyncError/rebuildChecksumMismatch(scope:)`` (rolling everything back) when a final page does not verify.
+    private func applyPage(
+        page: RebuildPage.Outline, records: [LocalRows.StoredRecord], manifest: ClientManifest, responseJSON: String,
+        requestJSON: String, attempt: RebuildAttempt, check: RebuildRowCheck?
+    ) throws(SyncError) -> PageOutcome {
+        let scope = attempt.scopeID
+        return try context.store.applySyncKeepingScopeDigests { connection -> PageOutcome in
             // The page's request is answered (applied now or before): a retry of it is done.
             try BackoffStore.clear(.rebuilding, workIdentity: requestJSON, on: connection)
             let identity: [SQLiteValue] = [
@@ -308,28 +338,16 @@ public struct RebuildApplier: Sendable {
             // Finality in the same transaction: stale provenance pruned, orphans deleted, digest verified.
             try rows.dropEdges(scope: scope, keepingGeneration: attempt.generation)
             let local = try rows.scopeDigest(scope: scope, check: check)
-            guard local == checksum else { return .mismatch }
+            guard local == checksum else { throw SyncError.rebuildChecksumMismatch(scope: scope) }
             try connection.run("""
                 UPDATE _synchro_scopes SET cursor = ?, checksum = ?, local_checksum = ? WHERE scope_id = ?
                 """, [.text(finalCursor), .text(finalChecksum), .text(finalChecksum), .text(scope)])
             try connection.run("DELETE FROM _synchro_rebuild_attempts WHERE scope_id = ?", [.text(scope)])
             return .final
         }
-        switch outcome {
-        case .intermediate:
-            SyncCrashPoint.rebuildPage.reached()
-            return false
-        case .final:
-            SyncCrashPoint.rebuildFinal.reached()
-            return true
-        case .mismatch:
-            // Roll back the page's writes and discard the attempt, so the next start draws a new rebuild ID.
-            try discardAttempt(scope: scope)
-            throw .rebuildChecksumMismatch(scope: scope)
-        }
     }
 
-    private enum PageOutcome: Sendable { case intermediate, final, mismatch }
+    private enum PageOutcome: Sendable { case intermediate, final }
 
     private func discardAttempt(scope: String) throws(SyncError) {
         try context.store.applySync { connection in
