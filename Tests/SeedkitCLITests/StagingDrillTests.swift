@@ -226,6 +226,53 @@ struct StagingDrillTests {
         try Self.expectConverged("storm", warmed)
     }
 
+    @Test("proxy 502 and 504 HTML pages, Retry-After as an HTTP-date and in seconds: waited out, converged")
+    func proxyStorms() throws {
+        let warmed = try Self.warm("proxy")
+        for (route, status, form) in [("/sync/pull", Int64(502), "http_date"), ("/sync/push", Int64(504), "seconds")] {
+            try warmed.server.fault([
+                JSONMember("fault", .string("proxy_error")), JSONMember("route", .string(route)),
+                JSONMember("count", .number(JSONNumber(Int64(DrillScale.isLong ? 3 : 1)))),
+                JSONMember("status", .number(JSONNumber(status))), JSONMember("retry_after", .string(form)),
+                JSONMember("seconds", .number(JSONNumber(Int64(1)))),
+            ])
+        }
+        try Self.expectConverged("proxy", warmed)
+    }
+
+    @Test("a Retry-After beyond the one-hour cap: exit 4 naming the next attempt, the backoff stored, no request")
+    func retryAfterBeyondTheCap() throws {
+        let warmed = try Self.warm("cap")
+        let store = try #require(warmed.stores.first)
+        try warmed.server.fault([
+            JSONMember("fault", .string("proxy_error")), JSONMember("route", .string("/sync/pull")),
+            JSONMember("count", .number(JSONNumber(Int64(1)))), JSONMember("status", .number(JSONNumber(Int64(503)))),
+            JSONMember("retry_after", .string("seconds")), JSONMember("seconds", .number(JSONNumber(Int64(7200)))),
+        ])
+        let run = try store.sync()
+        #expect(run.status == 4, "cap: \(run.stderrText)")
+        #expect(run.stderrText.contains("next attempt is allowed at"))
+        // The next run honours the stored deadline without sending anything: the fault would answer it (once).
+        let again = try store.sync(["--json"])
+        #expect(again.status == 4, "cap: \(again.stderrText)")
+        #expect(again.stdoutText.contains("next_attempt_at_ms"))
+    }
+
+    @Test("a lost first-connect response: the fresh store leaves the ID the server registered and converges")
+    func lostFirstConnect() throws {
+        let server = try DrillServer()
+        let store = DrillStore(server, name: "lost-first")
+        try server.fault([
+            JSONMember("fault", .string("lose_response")), JSONMember("route", .string("/sync/connect")),
+            JSONMember("count", .number(JSONNumber(Int64(1)))),
+        ])
+        let run = try store.sync(["--until-current"])
+        #expect(run.status == 0, "lost-first: \(run.stderrText)")
+        let replaced = try store.inspect().objectValue?["replaced_client_ids"]?.arrayValue ?? []
+        #expect(replaced.count == 1, "lost-first: the store should have left the registered ID")
+        try store.expectConverged("lost-first")
+    }
+
     @Test("two processes on one store: the second gets store_in_use (exit 5) at once, naming the holder")
     func twoProcessesOnOneStore() throws {
         let warmed = try Self.warm("two-processes")

@@ -70,3 +70,17 @@ struct RetryAfterTests {
         #expect(RetryAfter.delay(parsing: value, nowMilliseconds: example) == expected)
     }
 }
+
+/// The IMF-fixdate a server (the reference server's proxy fault) writes, read back by the one parser.
+@Suite("HTTP-date formatting")
+struct HTTPDateFormatTests {
+    @Test("RFC 9110's example instant formats exactly, and every formatted instant parses back to itself")
+    func formatRoundTrips() {
+        #expect(HTTPDate.format(secondsSinceEpoch: 784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(HTTPDate.format(secondsSinceEpoch: 0) == "Thu, 01 Jan 1970 00:00:00 GMT")
+        for seconds: Int64 in [0, 86_399, 951_782_400, 1_798_675_200, 4_102_444_799] {
+            let text = HTTPDate.format(secondsSinceEpoch: seconds)
+            #expect(HTTPDate.parse(Array(text.utf8), nowMilliseconds: 0) == seconds, "\(text)")
+        }
+    }
+}

@@ -1,6 +1,6 @@
 /// The three HTTP-date forms of RFC 9110 §5.6.7, parsed by hand: the grammar is fixed-width ASCII in
 /// English and GMT, which locale-dependent date formatters get wrong.
-enum HTTPDate {
+package enum HTTPDate {
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
     private static let days = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
     private static let longDays = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
@@ -18,6 +18,19 @@ enum HTTPDate {
         else { return nil }
         let days = daysFromCivil(year: fields.year, month: fields.month, day: fields.day)
         return Int64(days) * 86_400 + Int64(fields.hour * 3_600 + fields.minute * 60 + fields.second)
+    }
+
+    /// The IMF-fixdate of `seconds` since the Unix epoch (`Sun, 06 Nov 1994 08:49:37 GMT`), the form a server
+    /// sends; ``parse(_:nowMilliseconds:)`` reads it back to the same second.
+    package static func format(secondsSinceEpoch seconds: Int64) -> String {
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let second = seconds - days * 86_400
+        let (year, month, day) = CivilTime.civilFromDays(days)
+        // 1970-01-01 was a Thursday (index 3 with Monday first).
+        let weekday = Int(((days % 7) + 7 + 3) % 7)
+        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(Self.days[weekday]), \(two(day)) \(months[Int(month) - 1]) \(year) "
+            + "\(two(second / 3_600)):\(two(second / 60 % 60)):\(two(second % 60)) GMT"
     }
 
     /// `Sun, 06 Nov 1994 08:49:37 GMT`

@@ -14,6 +14,10 @@ public enum ServerFault: Sendable, Equatable {
     /// Answer the next `count` requests of `route` with 429 `retry_later` (or 503
     /// `temporary_unavailable` when `status` is 503) before any work, with `Retry-After`.
     case rejectRequests(route: String, count: Int, status: Int)
+    /// Answer the next `count` requests of `route` as a reverse proxy in front of the server would when the
+    /// server is unreachable: `status` (502, 503 or 504) with an HTML body and no protocol envelope, and a
+    /// `Retry-After` of `retryAfter` (none, delta-seconds, or an HTTP-date that many seconds ahead).
+    case proxyError(route: String, count: Int, status: Int, retryAfter: ProxyRetryAfter)
     /// Stop materializing captured writes: pulls and rebuilds of clients with accepted writes get
     /// 503 `capture_pending` until ``resumeMaterialization``.
     case pauseMaterialization
@@ -34,10 +38,27 @@ public enum ServerFault: Sendable, Equatable {
     case corruptChecksum(scope: String)
 }
 
+/// The `Retry-After` a proxy fault sends.
+public enum ProxyRetryAfter: Sendable, Equatable {
+    case none
+    /// `Retry-After: N`.
+    case seconds(Int)
+    /// `Retry-After: <IMF-fixdate N seconds after the server's clock>`.
+    case httpDate(secondsAhead: Int)
+}
+
 /// The plan of pending request-level faults.
 struct FaultPlan {
     var lose: [String: Int] = [:]
     var reject: [String: (count: Int, status: Int)] = [:]
+    var proxy: [String: (count: Int, status: Int, retryAfter: ProxyRetryAfter)] = [:]
+
+    /// The proxy answer to give the next request of `route` instead of the server's, consuming one occurrence.
+    mutating func nextProxyError(for route: String) -> (status: Int, retryAfter: ProxyRetryAfter)? {
+        guard let pending = proxy[route], pending.count > 0 else { return nil }
+        proxy[route] = (pending.count - 1, pending.status, pending.retryAfter)
+        return (pending.status, pending.retryAfter)
+    }
 
     /// The fault to apply to the next request of `route`, consuming one occurrence.
     mutating func next(for route: String) -> (rejectStatus: Int?, loseResponse: Bool) {
@@ -63,6 +84,8 @@ extension SyncEngine {
             faults.withLock { $0.lose[route, default: 0] += count }
         case .rejectRequests(let route, let count, let status):
             faults.withLock { $0.reject[route] = (count, status == 503 ? 503 : 429) }
+        case .proxyError(let route, let count, let status, let retryAfter):
+            faults.withLock { $0.proxy[route] = (count, status, retryAfter) }
         case .pauseMaterialization:
             state.withLock { $0.materializationPaused = true }
         case .resumeMaterialization:
@@ -123,6 +146,20 @@ extension SyncEngine {
             guard status == 429 || status == 503 else { throw .init("invalid_status", "status") }
             return .rejectRequests(route: try r.string("route"), count: Int(try r.integer("count", in: 1...1000)),
                                    status: status)
+        case "proxy_error":
+            let r = try ExactObjectReader(
+                body, path: "", required: ["fault", "route", "count", "status"], optional: ["retry_after", "seconds"])
+            let status = Int(try r.integer("status", in: 502...504))
+            let seconds = r.has("seconds") ? Int(try r.integer("seconds", in: 0...86_400)) : 1
+            let retryAfter: ProxyRetryAfter
+            switch r.has("retry_after") ? try r.string("retry_after") : "none" {
+            case "none": retryAfter = .none
+            case "seconds": retryAfter = .seconds(seconds)
+            case "http_date": retryAfter = .httpDate(secondsAhead: seconds)
+            default: throw .init("invalid_retry_after", "retry_after")
+            }
+            return .proxyError(route: try r.string("route"), count: Int(try r.integer("count", in: 1...1000)),
+                               status: status, retryAfter: retryAfter)
         case "pause_materialization": _ = try reader([]); return .pauseMaterialization
         case "resume_materialization": _ = try reader([]); return .resumeMaterialization
         case "expire_rebuild_sessions": _ = try reader([]); return .expireRebuildSessions
@@ -154,6 +191,22 @@ extension SyncEngine {
 }
 
 extension SyncEngine {
+    /// What a reverse proxy answers when the server behind it is unreachable: an HTML page, no envelope.
+    func proxyResponse(status: Int, retryAfter: ProxyRetryAfter) -> HTTPResponse {
+        let reason = status == 502 ? "Bad Gateway" : status == 503 ? "Service Unavailable" : "Gateway Timeout"
+        var headers: HTTPHeaders = [("Content-Type", "text/html")]
+        switch retryAfter {
+        case .none: break
+        case .seconds(let seconds): headers.append(name: "Retry-After", value: String(seconds))
+        case .httpDate(let ahead):
+            // Rounded up to the next whole second, so the date is at least `ahead` seconds away.
+            let now = (configuration.clock.nowMicroseconds() + 999_999) / 1_000_000
+            headers.append(name: "Retry-After", value: HTTPDate.format(secondsSinceEpoch: now + Int64(ahead)))
+        }
+        let body = "<html><head><title>\(status) \(reason)</title></head><body><h1>\(reason)</h1></body></html>\n"
+        return HTTPResponse(status: status, headers: headers, body: Array(body.utf8))
+    }
+
     /// The current manifest's hash (tests build schema references with it).
     public var currentSchemaHashForTesting: String? {
         state.withLock { $0.manifest.schemaHash }

@@ -75,6 +75,9 @@ public final class SyncEngine: HTTPHandler, Sendable {
         case ("GET", "/ready"): return .json(body: Array(#"{"ready":true}"#.utf8))
         case ("GET", "/sync/schema"): return schemaResponse()
         case ("POST", "/sync/connect"), ("POST", "/sync/push"), ("POST", "/sync/pull"), ("POST", "/sync/rebuild"):
+            if let proxy = faults.withLock({ $0.nextProxyError(for: request.path) }) {
+                return proxyResponse(status: proxy.status, retryAfter: proxy.retryAfter)
+            }
             let fault = faults.withLock { $0.next(for: request.path) }
             if let status = fault.rejectStatus {
                 return respond(.failure(status == 503
