@@ -22,6 +22,9 @@ public final class PostgresCluster: Sendable {
     /// The PostgreSQL server binaries used.
     public let binaries: String
     private let stopped = Mutex(false)
+    /// The write end of the watchdog's pipe: held only by this process (close-on-exec), so the watchdog reads end
+    /// of file exactly when this process ends, however it ends.
+    private let lifeline: Int32
 
     /// The data directory.
     public var dataDirectory: String { directory + "/data" }
@@ -63,6 +66,7 @@ public final class PostgresCluster: Sendable {
                                                 attributes: [.posixPermissions: 0o755])
         directory = base
         port = try Self.freePort()
+        lifeline = try Self.startWatchdog(directory: base, binaries: binaries)
         do {
             try writeRestricted(directory + "/pwfile", Self.superuserPassword + "\n")
             try handOver(directory)
@@ -98,6 +102,36 @@ public final class PostgresCluster: Sendable {
             try? runServerCommand("pg_ctl", ["-D", dataDirectory, "-m", "immediate", "-w", "stop"])
         }
         try? FileManager.default.removeItem(atPath: directory)
+        close(lifeline)
+    }
+
+    /// Starts a shell that waits for end of file on a pipe only this process writes to, then stops the cluster
+    /// and removes its directory: a test process killed by a signal (atexit handlers do not run then) still
+    /// leaves no server behind. Returns the pipe's write end.
+    private static func startWatchdog(directory: String, binaries: String) throws -> Int32 {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { throw ClusterFailure("pipe failed: errno \(errno)") }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        let stop = "\(binaries)/pg_ctl -D '\(directory)/data' -m immediate -w stop"
+        let asOwner = isRoot ? "/usr/sbin/runuser -u \(superuser) -- \(stop)" : stop
+        let script = "read _ ; if [ -f '\(directory)/data/postmaster.pid' ]; then \(asOwner); fi; rm -rf '\(directory)'"
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, ends[0], 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let words: [String] = ["/bin/sh", "-c", script]
+        let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, "/bin/sh", &actions, nil, argv, environ)
+        close(ends[0])
+        guard spawned == 0 else {
+            close(ends[1])
+            throw ClusterFailure("cannot start the cluster watchdog: errno \(spawned)")
+        }
+        return ends[1]
     }
 
     /// The last lines of the server log (for a failing test's message).
