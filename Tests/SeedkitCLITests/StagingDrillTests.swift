@@ -47,13 +47,6 @@ struct StagingDrillTests {
         }
     }
 
-    static func field(_ id: String, _ name: String, _ type: String, nullable: Bool, writable: Bool) -> JSONValue {
-        .object(JSONObject([
-            JSONMember("field_id", .string(id)), JSONMember("name", .string(name)), JSONMember("type", .string(type)),
-            JSONMember("nullable", .bool(nullable)), JSONMember("writable", .bool(writable)),
-        ]))
-    }
-
     // MARK: - Class 2 (`replace`)
 
     @Test("class 2 publications: each change is applied in place and every store converges with its intent",
@@ -68,20 +61,7 @@ struct StagingDrillTests {
             try server.publish("class_2") { $0.addField("tbl_notes", "fld_note_mood", type: "string") }
         case "new_table":
             try server.publish("class_2") { edit in
-                edit.addTable(.object(JSONObject([
-                    JSONMember("table_id", .string("tbl_labels")), JSONMember("relation_id", .string("rel_labels")),
-                    JSONMember("name", .string("labels")), JSONMember("composition", .string("single_scope")),
-                    JSONMember("primary_key_field_id", .string("fld_label_id")),
-                    JSONMember("lifecycle", .object(JSONObject([
-                        JSONMember("created_at_field_id", .null), JSONMember("updated_at_field_id", .null),
-                        JSONMember("deleted_at_field_id", .null),
-                    ]))),
-                    JSONMember("fields", .array([
-                        Self.field("fld_label_id", "id", "string", nullable: false, writable: false),
-                        Self.field("fld_label_text", "text", "string", nullable: true, writable: true),
-                    ])),
-                    JSONMember("indexes", .array([])),
-                ])))
+                edit.addTable(ManifestEdit.labelsTable(textNullable: true))
             }
         case "index_added_and_dropped":
             try server.publish("class_2") { edit in

@@ -55,23 +55,10 @@ struct SchemaEvolutionTests {
     @Test("class 2: a new (empty) table is created with its indexes and capture, and takes writes")
     func newTable() throws {
         let target = try store.publish("class_2") { edit in
-            edit.addTable(.object(JSONObject([
-                JSONMember("table_id", .string("tbl_labels")), JSONMember("relation_id", .string("rel_labels")),
-                JSONMember("name", .string("labels")), JSONMember("composition", .string("single_scope")),
-                JSONMember("primary_key_field_id", .string("fld_label_id")),
-                JSONMember("lifecycle", .object(JSONObject([
-                    JSONMember("created_at_field_id", .null), JSONMember("updated_at_field_id", .null),
-                    JSONMember("deleted_at_field_id", .null),
-                ]))),
-                JSONMember("fields", .array([
-                    Self.field("fld_label_id", "id", "string", nullable: false, writable: false),
-                    Self.field("fld_label_text", "text", "string", nullable: false, writable: true),
-                ])),
-                JSONMember("indexes", .array([.object(JSONObject([
-                    JSONMember("index_id", .string("idx_labels_text")), JSONMember("name", .string("labels_text")),
-                    JSONMember("field_ids", .array([.string("fld_label_text")])), JSONMember("unique", .bool(false)),
-                ]))])),
-            ])))
+            edit.addTable(ManifestEdit.labelsTable(textNullable: false, indexes: [.object(JSONObject([
+                JSONMember("index_id", .string("idx_labels_text")), JSONMember("name", .string("labels_text")),
+                JSONMember("field_ids", .array([.string("fld_label_text")])), JSONMember("unique", .bool(false)),
+            ]))]))
         }
         #expect(try store.cycle().scopesRebuilt.isEmpty)
         #expect(try store.fixture.count("SELECT count(*) FROM sqlite_schema WHERE name = 'labels_text'") == 1)
@@ -225,12 +212,5 @@ struct SchemaEvolutionTests {
                     .textValue ?? ""
             },
         ])
-    }
-
-    static func field(_ id: String, _ name: String, _ type: String, nullable: Bool, writable: Bool) -> JSONValue {
-        .object(JSONObject([
-            JSONMember("field_id", .string(id)), JSONMember("name", .string(name)), JSONMember("type", .string(type)),
-            JSONMember("nullable", .bool(nullable)), JSONMember("writable", .bool(writable)),
-        ]))
     }
 }

@@ -156,3 +156,33 @@ extension ManifestEdit {
             ? members.map { $0.key == key ? JSONMember(key, value) : $0 } : members + [JSONMember(key, value)]
     }
 }
+
+/// Table and field objects the schema-change tests publish.
+extension ManifestEdit {
+    /// A field object.
+    public static func field(_ id: String, _ name: String, _ type: String, nullable: Bool, writable: Bool) -> JSONValue {
+        .object(JSONObject([
+            JSONMember("field_id", .string(id)), JSONMember("name", .string(name)), JSONMember("type", .string(type)),
+            JSONMember("nullable", .bool(nullable)), JSONMember("writable", .bool(writable)),
+        ]))
+    }
+
+    /// A new table `labels` (`tbl_labels`): a string key `id` and one writable text field `text`, for a Class 2
+    /// "new table" publication (the dataset declares no scope for it, so it stays empty).
+    public static func labelsTable(textNullable: Bool, indexes: [JSONValue] = []) -> JSONValue {
+        .object(JSONObject([
+            JSONMember("table_id", .string("tbl_labels")), JSONMember("relation_id", .string("rel_labels")),
+            JSONMember("name", .string("labels")), JSONMember("composition", .string("single_scope")),
+            JSONMember("primary_key_field_id", .string("fld_label_id")),
+            JSONMember("lifecycle", .object(JSONObject([
+                JSONMember("created_at_field_id", .null), JSONMember("updated_at_field_id", .null),
+                JSONMember("deleted_at_field_id", .null),
+            ]))),
+            JSONMember("fields", .array([
+                field("fld_label_id", "id", "string", nullable: false, writable: false),
+                field("fld_label_text", "text", "string", nullable: textNullable, writable: true),
+            ])),
+            JSONMember("indexes", .array(indexes)),
+        ]))
+    }
+}
