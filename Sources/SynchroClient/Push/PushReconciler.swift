@@ -52,12 +52,16 @@ public struct PushReconciler: Sendable {
                 try EngineTransactions.serverApply(on: connection) { connection throws -> Summary in
                     let manifest = try ClientManifest(
                         bytes: Array((try MetaStore.value(.schemaManifest, on: connection) ?? "").utf8))
-                    // Every row is verified before the first write.
-                    for outcome in outcomes { try Self.verifyRow(outcome, manifest: manifest) }
+                    // Every row is verified, under the schema its outcome names, before the first write.
+                    var archive = ArchivedManifests(connection: connection)
+                    var fits: [RowFit] = []
+                    for outcome in outcomes {
+                        fits.append(try Self.verifyRow(outcome, manifest: manifest, archive: &archive))
+                    }
                     var summary = Summary()
                     let applier = PushRowApplier(connection: connection, manifest: manifest, now: now)
-                    for outcome in outcomes {
-                        try applier.apply(outcome, batchID: batch.batchID)
+                    for (outcome, fit) in zip(outcomes, fits) {
+                        try applier.apply(outcome, fit: fit, batchID: batch.batchID)
                         switch outcome.status {
                         case "applied": summary.applied += 1
                         case "conflict": summary.conflicts += 1
@@ -136,20 +140,40 @@ public struct PushReconciler: Sendable {
         return outcomes
     }
 
-    /// Recomputes the row digest under the outcome's schema; only the active manifest is held locally, so an
-    /// outcome naming another schema with a row cannot be verified and fails.
-    static func verifyRow(_ outcome: Outcome, manifest: ClientManifest) throws {
+    /// How an outcome's row may be written into the active local schema (client contract §7.1).
+    enum RowFit {
+        /// No row, or a row verified under the active schema: applied as it is.
+        case active
+        /// A row verified under an earlier schema whose table has the active table's fields and value rules: its
+        /// values are the active row's, so it is applied as it is.
+        case projectable
+        /// A row verified under an earlier schema that the active table does not match: no row is written in
+        /// place; the scopes that hold it are rebuilt under the current schema.
+        case incompatible
+    }
+
+    /// Recomputes the row digest under the outcome's schema: the active manifest, or the archived schema the store
+    /// activated earlier (a replay or an outcome of a batch sealed before a schema change carries the schema it
+    /// was decided under). A schema the store never had cannot be verified and fails.
+    static func verifyRow(
+        _ outcome: Outcome, manifest: ClientManifest, archive: inout ArchivedManifests
+    ) throws -> RowFit {
         guard let row = outcome.row, let checksum = outcome.checksum, let version = outcome.serverVersion else {
-            return
+            return .active
         }
         let reference = try SchemaReference(json: outcome.object["outcome_schema"] ?? .null)
-        guard reference == manifest.reference else {
+        let schema: SchemaManifest
+        if reference == manifest.reference {
+            schema = manifest.manifest
+        } else if let archived = try archive.manifest(reference) {
+            schema = archived
+        } else {
             throw PushError.outcomeSchemaUnavailable(version: reference.version)
         }
         let digest: RowDigest
         do {
             digest = try RowDigest.compute(
-                manifest: manifest.manifest, tableID: outcome.mutation.table, primaryKey: outcome.mutation.pkValue,
+                manifest: schema, tableID: outcome.mutation.table, primaryKey: outcome.mutation.pkValue,
                 row: row, serverVersion: version)
         } catch {
             throw PushError.rowVerification(mutationID: outcome.mutation.mutationID, rule: error.rule)
@@ -157,5 +181,40 @@ public struct PushReconciler: Sendable {
         guard digest.hex == checksum.hex else {
             throw PushError.rowVerification(mutationID: outcome.mutation.mutationID, rule: "row_checksum_mismatch")
         }
+        guard reference != manifest.reference else { return .active }
+        guard let earlier = schema.table(id: outcome.mutation.table),
+            let current = manifest.manifest.table(id: outcome.mutation.table)
+        else {
+            // A table the active manifest removed has no local row to write (PushRowApplier skips it).
+            return .projectable
+        }
+        return Self.fits(earlier, into: current) ? .projectable : .incompatible
+    }
+
+    /// Whether every row valid under `earlier` is a valid row of `current` with the same values: the same field
+    /// IDs, types, precision and scale, and no field that became required.
+    static func fits(_ earlier: ManifestTable, into current: ManifestTable) -> Bool {
+        guard earlier.fields.count == current.fields.count else { return false }
+        return zip(earlier.fields, current.fields).allSatisfy { old, new in
+            old.fieldID.exactlyEquals(new.fieldID) && old.type == new.type && old.spec.precision == new.spec.precision
+                && old.spec.scale == new.spec.scale && (new.nullable || !old.nullable)
+        }
+    }
+}
+
+/// The earlier schemas of `_synchro_schema_archive`, read once per reconciliation.
+struct ArchivedManifests {
+    let connection: Connection
+    private var read: [SchemaReference: SchemaManifest?] = [:]
+
+    init(connection: Connection) {
+        self.connection = connection
+    }
+
+    mutating func manifest(_ reference: SchemaReference) throws -> SchemaManifest? {
+        if let known = read[reference] { return known }
+        let manifest = try SchemaArchive.manifest(of: reference, on: connection)
+        read[reference] = manifest
+        return manifest
     }
 }

@@ -11,7 +11,7 @@ struct PushRowApplier {
     /// Ledger states of later local intent that the authoritative row must not overwrite.
     private static let laterIntentStates = "('unsealed', 'sealed', 'blocked_by_predecessor', 'legacy_blocked')"
 
-    func apply(_ outcome: PushReconciler.Outcome, batchID: String) throws {
+    func apply(_ outcome: PushReconciler.Outcome, fit: PushReconciler.RowFit, batchID: String) throws {
         let mutation = outcome.mutation
         let entry = try MutationLedger.entries(where: "mutation_id = ?", [.text(mutation.mutationID)], on: connection)
         guard let entry = entry.first, entry.state == .sealed, entry.sealedBatchID == batchID else {
@@ -21,11 +21,17 @@ struct PushRowApplier {
         // has no local row to write: the outcome is recorded like any other and changes no row, so the intent ends
         // as the server says (typically `schema_incompatible`) instead of failing reconciliation.
         let table = manifest.localSchema.first { $0.tableID == mutation.table }
+        // A row decided under an earlier schema that the active table does not match is not written in place:
+        // the outcome is recorded exactly, and every scope that holds the row is rebuilt under the current schema.
+        let writable = fit == .incompatible ? nil : table
+        if fit == .incompatible, let table {
+            try invalidateScopes(holding: table, recordID: entry.recordID)
+        }
         let outcomeJSON = try CanonicalJSON.string(.object(outcome.object))
         let laterIntent = try hasLaterIntent(entry, batchID: batchID)
         switch outcome.status {
         case "applied":
-            if let table {
+            if let table = writable {
                 try applyState(outcome, table: table, recordID: entry.recordID, laterIntent: laterIntent)
             }
             try connection.run("""
@@ -47,7 +53,7 @@ struct PushRowApplier {
                 """, [.text(outcomeJSON), .text(now), .text(mutation.mutationID)])
             try LedgerTransitions.blockDependents(of: mutation.mutationID, on: connection)
             // A conflict carries the current server state; a terminal rejection leaves row and version alone.
-            if outcome.status == "conflict", let table {
+            if outcome.status == "conflict", let table = writable {
                 try applyState(outcome, table: table, recordID: entry.recordID, laterIntent: laterIntent)
             }
         }
@@ -94,6 +100,23 @@ struct PushRowApplier {
                     "DELETE FROM _synchro_row_versions WHERE table_name = ? AND record_id = ?",
                     [.text(table.tableName), .text(recordID)])
             }
+        }
+    }
+
+    /// Marks for rebuild the assigned scopes that hold the row; when none does yet (a new row), those that hold rows
+    /// of its table, and when none does either, every assigned scope (client contract §7.1: every affected scope).
+    private func invalidateScopes(holding table: LocalSchemaTable, recordID: String) throws {
+        let candidates = [
+            ("SELECT DISTINCT scope_id FROM _synchro_scope_rows WHERE table_name = ? AND record_id = ?",
+             [SQLiteValue.text(table.tableName), .text(recordID)]),
+            ("SELECT DISTINCT scope_id FROM _synchro_scope_rows WHERE table_name = ?", [.text(table.tableName)]),
+            ("SELECT scope_id FROM _synchro_scopes", []),
+        ]
+        for (sql, arguments) in candidates {
+            let scopes = try connection.query(sql, arguments) { try $0.text(at: 0) }
+            guard !scopes.isEmpty else { continue }
+            for scope in scopes { try ScopeStore.invalidate(scope, on: connection) }
+            return
         }
     }
 

@@ -68,6 +68,30 @@ public struct SchemaManifest: Sendable {
         schemaHashOctets = Hex.decode(declaredHash)!
     }
 
+    /// A manifest rebuilt from the tables a store archived for an earlier schema (`spec/client-store.md` §4.13), for
+    /// verifying rows under that schema only: an outcome or replay that names it (`spec/wire-protocol.md` §4.8).
+    ///
+    /// An archive keeps every table's key, lifecycle and typed fields and the schema's reference, which is all a row
+    /// digest depends on (`spec/integrity.md` §4.4–§4.5); it does not keep the lineage members of the body, so the
+    /// hash is taken from `reference` (the store archived it from a manifest whose hash it had verified) instead of
+    /// being recomputed, and ``canonicalBody`` is the canonical `{schema_version, schema_hash, tables}` that was
+    /// read, not a body the server hashed.
+    package init(archived reference: SchemaReference, tables values: [JSONValue]) throws(ManifestError) {
+        schemaVersion = reference.version
+        schemaHash = reference.hash
+        schemaHashOctets = Hex.decode(reference.hash)!
+        parentSchema = nil
+        transitionClass = .initial
+        compatibilityFloor = 1
+        tables = try Self.tables(values)
+        tablePositions = Dictionary(uniqueKeysWithValues: tables.enumerated().map { (ExactStringKey($1.tableID), $0) })
+        let read = JSONValue.object(JSONObject([
+            JSONMember("schema_version", .number(JSONNumber(reference.version))),
+            JSONMember("schema_hash", .string(reference.hash)), JSONMember("tables", .array(values)),
+        ]))
+        canonicalBody = (try? CanonicalJSON.encode(read)) ?? []
+    }
+
     /// Parses strict JSON octets, then validates as ``init(json:)`` does.
     public init(bytes: [UInt8]) throws(ManifestError) {
         let json: JSONValue
