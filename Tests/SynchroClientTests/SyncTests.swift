@@ -265,8 +265,9 @@ struct SyncTests {
     @Test(
         "a 200 body that breaks the response contract is rejected before any state changes",
         arguments: [
-            ContractCase.pullChecksumKeyMissing, .pullCursorForRebuildScope, .rebuildChecksumOnIntermediate,
-            .rebuildWrongScope, .rebuildExtraRecordMember,
+            ContractCase.pullChecksumKeyMissing, .pullChecksumKeyExtra, .pullChecksumMalformed,
+            .pullCursorForRebuildScope, .rebuildChecksumOnIntermediate, .rebuildWrongScope, .rebuildExtraRecordMember,
+            .connectFetchAction, .connectUnknownAction,
         ])
     func contractCases(_ contract: ContractCase) throws {
         let fixture = try SyncFixture()
@@ -282,6 +283,8 @@ struct SyncTests {
         let error = try #require(throws: SyncError.self) {
             if contract.path == "/sync/pull" {
                 _ = try PullApplier(context: fixture.context).runPage()
+            } else if contract.path == "/sync/connect" {
+                try fixture.connect()
             } else {
                 try RebuildApplier(context: fixture.context).rebuild(scope: "catalog")
             }
@@ -349,16 +352,22 @@ struct SyncTests {
 
 /// One way to break a 200 body, the route it applies to and the contract rule it must trip.
 enum ContractCase: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case pullChecksumKeyMissing, pullCursorForRebuildScope, rebuildChecksumOnIntermediate, rebuildWrongScope
-    case rebuildExtraRecordMember
+    case pullChecksumKeyMissing, pullChecksumKeyExtra, pullChecksumMalformed, pullCursorForRebuildScope
+    case rebuildChecksumOnIntermediate, rebuildWrongScope, rebuildExtraRecordMember
+    /// Protocol 3 never emits `fetch` (client contract §8.1): the manifest is inline or the answer is refused.
+    case connectFetchAction, connectUnknownAction
 
     var testDescription: String { rawValue }
 
-    var path: String { rawValue.hasPrefix("pull") ? "/sync/pull" : "/sync/rebuild" }
+    var path: String {
+        rawValue.hasPrefix("pull") ? "/sync/pull" : rawValue.hasPrefix("connect") ? "/sync/connect" : "/sync/rebuild"
+    }
 
     var rule: String {
         switch self {
-        case .pullChecksumKeyMissing: "checksum_key_set"
+        case .pullChecksumKeyMissing, .pullChecksumKeyExtra: "checksum_key_set"
+        case .pullChecksumMalformed: "invalid_checksum"
+        case .connectFetchAction, .connectUnknownAction: "unknown_action"
         case .pullCursorForRebuildScope: "cursor_for_rebuild_scope"
         case .rebuildChecksumOnIntermediate: "forbidden_member"
         case .rebuildWrongScope: "wrong_scope"
@@ -376,6 +385,20 @@ enum ContractCase: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case .pullChecksumKeyMissing:
             let checksums = object["checksums"]?.objectValue?.members ?? []
             replace("checksums", .object(JSONObject(Array(checksums.dropFirst()))))
+        case .pullChecksumKeyExtra:
+            let checksums = object["checksums"]?.objectValue?.members ?? []
+            guard let first = checksums.first else { return json }
+            replace("checksums", .object(JSONObject(checksums + [JSONMember("user:zed", first.value)])))
+        case .pullChecksumMalformed:
+            let checksums = (object["checksums"]?.objectValue?.members ?? []).enumerated().map { index, member in
+                index > 0 ? member : JSONMember(member.key, .object(
+                    (member.value.objectValue ?? JSONObject([])).replacing("digest", .string("not-hex"))))
+            }
+            replace("checksums", .object(JSONObject(checksums)))
+        case .connectFetchAction, .connectUnknownAction:
+            let schema = object["schema"]?.objectValue ?? JSONObject([])
+            replace("schema", .object(schema.replacing(
+                "action", .string(self == .connectFetchAction ? "fetch" : "replace_later"))))
         case .pullCursorForRebuildScope:
             replace("rebuild", .array([.string("catalog")]))
             replace("scope_cursors", .object(JSONObject([JSONMember("catalog", .string("c"))])))

@@ -401,6 +401,35 @@ struct SynchroDatabaseTests {
         #expect(try database.inspectRejectedMutationRecords().map(\.payload) == [.legacy])
     }
 
+    @Test("a retained record with only some key bindings, or a rejection with one of its two JSON values, fails inspection")
+    func partialRecordsFailInspection() throws {
+        let file = StoreFileAccess(path: directory.path("app.db"))
+        // A table ID without the key field, key type and authored schema: neither current nor legacy.
+        try file.run("""
+            INSERT INTO _synchro_pending_changes
+                (mutation_id, capture_uuid, table_id, table_name, record_id, operation, client_version,
+                 lifecycle_state, source_kind, created_at, updated_at)
+            VALUES ('00000000-0000-5000-8000-00000000e9b1', '00000000-0000-5000-8000-00000000e9b1', 'tbl_notes',
+                    'notes', 'n-half', 'insert', '2025-01-01T00:00:00.000000Z', 'legacy_blocked', 'legacy_import',
+                    '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')
+            """)
+        let retained = try #require(throws: SynchroDatabaseError.self) { try database.inspectRetainedMutationRecords() }
+        #expect(retained.rule == "store.ledger_integrity.partial_bindings")
+        try file.run("DELETE FROM _synchro_pending_changes")
+
+        // The mutation JSON without the rejection JSON.
+        try file.run("""
+            INSERT INTO _synchro_rejected_mutations
+                (mutation_id, table_name, record_id, status, code, created_at, updated_at, mutation_json)
+            VALUES ('00000000-0000-5000-8000-00000000e9b2', 'notes', 'n-half', 'conflict', 'version_conflict',
+                    '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z', '{}')
+            """)
+        #expect(throws: SynchroDatabaseError.inconsistentRecord(
+            mutationID: "00000000-0000-5000-8000-00000000e9b2", rule: "partial_json")) {
+            try database.inspectRejectedMutationRecords()
+        }
+    }
+
     private func rebuildBodies() -> [JSONObject] {
         transport.bodies("/sync/rebuild").compactMap { (try? StrictJSONParser().parse($0))?.objectValue }
     }

@@ -260,14 +260,22 @@ public final class SynchroDatabase: Sendable {
     func engineRead<Value: Sendable>(
         _ body: @escaping (Connection) throws -> Value
     ) throws(SynchroDatabaseError) -> Value {
+        // A typed failure of the body itself (an inconsistent record) reaches the caller as it was thrown.
+        let read: Result<Value, SynchroDatabaseError>
         do {
-            return try store.readSyncState(body)
+            read = try store.readSyncState { connection in
+                do {
+                    return .success(try body(connection))
+                } catch let failure as SynchroDatabaseError {
+                    return .failure(failure)
+                }
+            }
         } catch .store(let error) {
             throw error == .closed ? .closed : .store(error)
         } catch {
             if case .invalidState = error { throw .closed }
             throw .store(.sqlite(SQLiteError(reason: .sqlite, code: .error, message: error.rule)))
         }
+        return try read.get()
     }
-
 }
