@@ -25,7 +25,7 @@ struct RefusalDispatchTests {
 
     /// Which request each operation's refusal answers.
     static let operations: [(operation: String, path: String)] = [
-        ("connect", "/sync/connect"), ("push", "/sync/push"), ("pull", "/sync/pull"),
+        ("connect", "/sync/connect"), ("push", "/sync/push"), ("pull", "/sync/pull"), ("rebuild", "/sync/rebuild"),
     ]
 
     @Test("the engine's table is the contract's: codes, statuses, recovery actions, all non-retryable")
@@ -51,6 +51,16 @@ struct RefusalDispatchTests {
             try fixture.store.execute(
                 "INSERT INTO notes (id, owner_id, title, pinned, updated_at) VALUES (?, 'alice', 'R', 0, ?)",
                 [.text("note-refused"), .text("2026-01-02T03:04:05.000Z")])
+        }
+        if name == "rebuild" {
+            // A scope made rebuild-required, as a rebuild_local action or a failed terminal checksum leaves it.
+            try fixture.storeFixture.inspect { connection in
+                try connection.execute("""
+                    UPDATE _synchro_scopes SET cursor = NULL, checksum = NULL, local_checksum = '',
+                        generation = generation + 1
+                    WHERE scope_id = 'catalog'
+                    """)
+            }
         }
         let sent = Mutex<[String]>([])
         fixture.transport.setEdit { requested, reply in

@@ -275,6 +275,47 @@ struct SynchroDatabaseTests {
         #expect(throws: SynchroDatabaseError.schemaResetNotPending) { try database.resetSchema() }
     }
 
+    @Test("status events report rebuilds, schema application and backoff; a schema_incompatible rejection is inspected")
+    func statusEventsAndSchemaIncompatibleRejection() throws {
+        let events = Collector<SyncEvent>()
+        let observation = database.observeSyncEvents { events.append($0) }
+        try database.startSync()
+        scheduler.runNext()
+        for scope in ["catalog", "user:alice"] {
+            #expect(events.all.contains(.rebuildRequested(scope: scope)))
+            #expect(events.all.contains(.rebuildCompleted(scope: scope)))
+        }
+
+        // A Class 2 publication and one 503 on the next pull: the schema event and the scheduled retry.
+        try SchemaPublisher(server).publish(transition: "class_2") {
+            $0.addField("tbl_products", "fld_product_origin", type: "string")
+        }
+        try server.engine.inject(.rejectRequests(route: "/sync/pull", count: 1, status: 503))
+        try database.syncNow()
+        scheduler.runNext()
+        #expect(events.all.contains(.schemaApplied(action: "replace")))
+        #expect(events.all.contains {
+            if case .retryScheduled(.pull, 1, 503, _) = $0 { return true }
+            return false
+        })
+
+        // Intent authored on a field that a Class 4 change then removes: after the reset it ends as the server
+        // decides, `schema_incompatible`, retained and inspectable through the public surface.
+        try database.execute("UPDATE tasks SET due_date = '2026-02-02' WHERE id = (SELECT min(id) FROM tasks)")
+        let authored = try #require(try database.inspectRetainedMutationRecords().last?.mutationID)
+        try SchemaPublisher(server).publish(transition: "class_4") { $0.removeField("tbl_tasks", "fld_task_due") }
+        try database.syncNow()
+        scheduler.runNext()
+        #expect(events.all.contains { if case .failed = $0 { return true } else { return false } })
+        try database.resetSchema()
+        scheduler.runNext()
+        let rejected = try database.inspectRejectedMutationRecords()
+        #expect(rejected.map(\.mutationID) == [authored])
+        #expect(rejected.first?.code == "schema_incompatible")
+        #expect(events.all.contains(.mutationRejected(mutationID: authored, code: "schema_incompatible")))
+        observation.cancel()
+    }
+
     @Test("the default scheduler runs cycles on a background queue; a stop wakes a retry wait at once")
     func defaultScheduler() throws {
         database.close()
