@@ -127,6 +127,51 @@ struct RejectedRowProtectionTests {
         #expect(try fixture.store.ledger().filter { $0.tableName == "products" }.map(\.state) == [.rejected])
     }
 
+    @Test("removing the scope keeps a row with unsealed or sealed intent, and the intent itself",
+          arguments: [false, true])
+    func queuedIntentSurvivesScopeRemoval(sealed: Bool) throws {
+        _ = try cycle().run()
+        let recordID = try #require(try firstProduct().id)
+        try fixture.store.execute("UPDATE products SET title = 'queued on the device' WHERE id = ?", [
+            .integer(try #require(Int64(recordID))),
+        ])
+        if sealed { _ = try BatchSealer(store: fixture.store).nextBatch() }
+        try fixture.server.engine.inject(.reassignScopes(user: "alice", grant: [], revoke: ["catalog"]))
+
+        // The removal arrives on a pull, before any push of the intent.
+        _ = try PullApplier(context: context).pull()
+
+        #expect(try fixture.count("SELECT count(*) FROM _synchro_scopes WHERE scope_id = 'catalog'") == 0)
+        #expect(try fixture.storeFixture.inspect { connection in
+            try connection.rows("SELECT CAST(id AS TEXT), title FROM products")
+        } == [[.text(recordID), .text("queued on the device")]])
+        #expect(try fixture.store.ledger().filter { $0.tableName == "products" }.map(\.state)
+            == [sealed ? .sealed : .unsealed])
+    }
+
+    @Test("a client that knows no scope still pulls with an empty scopes map; a new assignment arrives on a pull")
+    func scopelessClientPullsAndReceivesAssignment() throws {
+        _ = try cycle().run()
+        try fixture.server.engine.inject(.reassignScopes(user: "alice", grant: [], revoke: ["catalog", "user:alice"]))
+        _ = try cycle().run()
+        #expect(try fixture.count("SELECT count(*) FROM _synchro_scopes") == 0)
+
+        transport.reset()
+        let idle = try cycle().run()
+        #expect(idle.pullRequests == 1)
+        let pull = try #require(transport.bodies("/sync/pull").last.flatMap {
+            try? StrictJSONParser().parse($0).objectValue
+        })
+        #expect(pull["scopes"] == .object(JSONObject([])))
+
+        try fixture.server.engine.inject(.reassignScopes(user: "alice", grant: ["catalog"], revoke: []))
+        transport.reset()
+        _ = try PullApplier(context: context).pull()
+        #expect(transport.paths == ["/sync/pull"], "no reconnect")
+        #expect(try fixture.count("SELECT count(*) FROM _synchro_scopes WHERE scope_id = 'catalog'") == 1)
+        #expect(try cycle().run().scopesRebuilt == ["catalog"])
+    }
+
     @Test("a schema reset keeps a row with a retained terminal rejection while it replaces synced materialization")
     func terminalRejectionSurvivesSchemaReset() throws {
         let (recordID, _) = try rejectCatalogEdit()
