@@ -1,5 +1,7 @@
 import Foundation
 import SQLiteKit
+import SynchroStore
+import _SeedkitTestSupport
 import SynchroClient
 import SynchroProtocol
 import Testing
@@ -114,6 +116,43 @@ struct AtomicGroupTests {
         }
         #expect(error.reason == .mutationTooLarge)
         #expect(try fixture.store.ledger().isEmpty)
+    }
+
+    @Test("rule 4: a mutation with more than 256 authored columns rolls the group back; 256 commit")
+    func tooManyColumns() throws {
+        // The tasks table widened by `extraFields` writable fields; an insert authors its 4 writable demo columns
+        // (the key is not authored) and every extra one: 4 + 253 = 257 is over the bound, 4 + 252 = 256 fits.
+        func fixture(extraFields: Int) throws -> StoreFixture {
+            let url = RepositoryLayout.root.appendingPathComponent("seeds/demo/manifest.json")
+            var edit = ManifestEdit(json: try StrictJSONParser().parse(Array(try Data(contentsOf: url))))
+            for index in 0..<extraFields { edit.addField("tbl_tasks", "fld_extra_\(index)", type: "string") }
+            let body = (edit.json.objectValue?.members ?? []).filter { $0.key != "schema_hash" }
+            let hash = try SchemaManifest.computeHash(json: .object(JSONObject(body)))
+            let manifest = JSONValue.object(JSONObject(body + [JSONMember("schema_hash", .string(hash))]))
+            let fixture = try StoreFixture(applyDemo: false)
+            try fixture.store.applySchema(try ClientManifest(bytes: try CanonicalJSON.encode(manifest)))
+            return fixture
+        }
+        func insertWide(_ store: ClientStore, extraFields: Int) throws {
+            let extras = (0..<extraFields).map { "fld_extra_\($0)" }
+            let columns = ["id", "owner_id", "title", "done", "position"] + extras
+            let values: [SQLiteValue] = [.text("wide"), .text("u"), .text("T"), .integer(0), .integer(1)]
+                + extras.map { _ in .text("x") }
+            try store.atomicWriteTransaction { transaction in
+                try transaction.execute(
+                    "INSERT INTO tasks (\(columns.joined(separator: ", "))) VALUES "
+                        + "(\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))", values)
+            }
+        }
+        let wide = try fixture(extraFields: 253)
+        let error = try #require(throws: AtomicGroupInvalid.self) { try insertWide(wide.store, extraFields: 253) }
+        #expect(error.reason == .mutationTooLarge)
+        #expect(try wide.store.ledger().isEmpty)
+        #expect(try wide.store.query("SELECT count(*) FROM tasks").first?[0] == .integer(0))
+
+        let widest = try fixture(extraFields: 252)
+        try insertWide(widest.store, extraFields: 252)
+        #expect(try widest.store.ledger().count == 1)
     }
 
     @Test("rule 5: a worst-case request over 1,048,576 octets rolls the group back")

@@ -109,4 +109,29 @@ struct DeleteOutcomeTests {
         #expect(try fixture.count("SELECT count(*) FROM notes WHERE id = '\(note)' AND deleted_at IS NULL") == 1)
         #expect(try fixture.scopes().map(\.cursor) == before.map(\.cursor))
     }
+
+    @Test("a pull whose request no longer describes the local scopes applies nothing and moves no cursor back")
+    func pullAgainstChangedLocalStateIsRefused() throws {
+        let path = fixture.storeFixture.path
+        let before = try fixture.scopes()
+        // While the pull is in flight, another writer moves a cursor: the response answers a request that no longer
+        // describes the store, so installing its cursors could move one backward.
+        fixture.transport.setEdit { requested, reply in
+            if requested == "/sync/pull" {
+                if let writer = try? Connection(path: path, mode: .readWrite) {
+                    try? writer.setBusyTimeout(milliseconds: 5_000)
+                    try? writer.execute(
+                        "UPDATE _synchro_scopes SET cursor = 'moved-meanwhile' WHERE scope_id = 'catalog'")
+                    writer.close()
+                }
+            }
+            return reply
+        }
+        #expect(throws: SyncError.invalidState(reason: "scope state changed during the pull")) {
+            try PullApplier(context: fixture.context).pull()
+        }
+        let after = try fixture.scopes()
+        #expect(after.first { $0.id == "catalog" }?.cursor == "moved-meanwhile")
+        #expect(after.first { $0.id == "user:alice" }?.cursor == before.first { $0.id == "user:alice" }?.cursor)
+    }
 }

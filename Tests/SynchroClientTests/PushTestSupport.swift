@@ -21,11 +21,22 @@ final class RecordingServerTransport: SyncTransport {
         self.user = user
     }
 
+    private let refusal = Mutex<(status: Int, code: String)?>(nil)
+
     /// Every body posted so far, in order.
     var bodies: [[UInt8]] { sent.withLock { $0 } }
 
+    /// Answers the next request with a non-retryable protocol error instead of sending it on.
+    func refuseNext(status: Int, code: String) {
+        refusal.withLock { $0 = (status, code) }
+    }
+
     func post(path: String, body: [UInt8]) throws -> SyncReply {
         sent.withLock { $0.append(body) }
+        if let (status, code) = refusal.withLock({ pending in defer { pending = nil }; return pending }) {
+            let envelope = #"{"error":{"code":"\#(code)","message":"refused","retryable":false}}"#
+            return SyncReply(status: status, body: Array(envelope.utf8))
+        }
         let transport = try CurlTransport(configuration: .init(baseURL: server.baseURL))
         let response = try transport.send(
             .protocolPost(path: path, body: body, credential: "secret-\(user)", appVersion: "1.0.0"))

@@ -141,7 +141,9 @@ enum PendingBatches {
 
 /// Ledger transitions shared by sealing and reconciliation.
 enum LedgerTransitions {
-    /// Every unresolved, unsealed transitive dependent of `mutationID` becomes `blocked_by_predecessor`.
+    /// Every unresolved, unsealed transitive dependent of `mutationID` becomes `blocked_by_predecessor`, and so does
+    /// every unsent member of a group one of them belongs to, and their dependents in turn: a group is sent whole
+    /// or not at all (client contract §6.4), so one blocked member blocks the group in the same transaction.
     static func blockDependents(of mutationID: String, on connection: Connection) throws {
         try connection.run("""
             WITH RECURSIVE dependent(id) AS (
@@ -153,6 +155,18 @@ enum LedgerTransitions {
             UPDATE _synchro_pending_changes SET lifecycle_state = 'blocked_by_predecessor'
             WHERE mutation_id IN (SELECT id FROM dependent) AND lifecycle_state = 'unsealed'
             """, [.text(mutationID)])
+        repeat {
+            try connection.run("""
+                UPDATE _synchro_pending_changes SET lifecycle_state = 'blocked_by_predecessor'
+                WHERE lifecycle_state = 'unsealed' AND (
+                    atomic_group_id IN (
+                        SELECT atomic_group_id FROM _synchro_pending_changes
+                        WHERE lifecycle_state = 'blocked_by_predecessor' AND atomic_group_id IS NOT NULL)
+                    OR dependency_mutation_id IN (
+                        SELECT mutation_id FROM _synchro_pending_changes
+                        WHERE lifecycle_state = 'blocked_by_predecessor'))
+                """)
+        } while connection.changes > 0
     }
 }
 
