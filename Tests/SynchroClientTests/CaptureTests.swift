@@ -249,6 +249,33 @@ struct CaptureTests {
         #expect(try fixture.inspect { try $0.scalar("SELECT count(*) FROM _synchro_capture_context") } == .integer(0))
     }
 
+    @Test("an authored mask with an empty column list captures no update; a soft delete under a mask is one delete")
+    func emptyMaskAndMaskedSoftDelete() throws {
+        let fixture = try StoreFixture()
+        try Self.seedRow(fixture, id: "t1", version: "v1")
+        try fixture.store.serverApply { transaction in
+            try transaction.execute("""
+                INSERT INTO notes (id, owner_id, title, pinned, updated_at)
+                VALUES ('n1', 'u1', 'Note', 0, '2024-01-01T00:00:00.000000Z')
+                """)
+            try transaction.execute(
+                "INSERT INTO _synchro_row_versions (table_name, record_id, server_version) VALUES ('notes', 'n1', 'v3')")
+        }
+        try fixture.store.authoredWriteTransaction(table: "tasks", operation: .update, columns: []) { tx in
+            try tx.execute("UPDATE tasks SET title = 'Unmasked' WHERE id = 't1'")
+        }
+        #expect(try fixture.store.ledger().isEmpty)
+        #expect(try fixture.store.query("SELECT title FROM tasks WHERE id = 't1'").first?["title"] == .text("Unmasked"))
+
+        try fixture.store.authoredWriteTransaction(table: "notes", operation: .update, columns: ["title"]) { tx in
+            try tx.execute("DELETE FROM notes WHERE id = 'n1'")
+        }
+        let ledger = try fixture.store.ledger()
+        #expect(ledger.map(\.operation) == [.delete])
+        #expect(ledger.first?.fields.isEmpty == true)
+        #expect(ledger.first?.baseVersion == "v3")
+    }
+
     @Test("server-apply writes are not captured and leave sync_lock at '0'")
     func serverApplyIsNotCaptured() throws {
         let fixture = try StoreFixture()
