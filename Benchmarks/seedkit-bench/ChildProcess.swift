@@ -1,3 +1,5 @@
+import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -38,8 +40,12 @@ final class ChildProcess {
     struct Outcome {
         /// The exit status, or nil when a signal ended it.
         let exitStatus: Int32?
-        /// Peak resident set size in octets (`ru_maxrss`): anonymous memory and mapped file pages alike.
+        /// `ru_maxrss` in octets. Misleading for a spawned child: at `exec` it takes the high-water mark of the
+        /// parent's address space the child shared until then (see ``ownPeakBytes``).
         let maxResidentBytes: Int
+        /// The child's own peak resident set (`VmHWM`, anonymous memory and mapped file pages alike), as a
+        /// `seedkit` child reports it at exit (`SEEDKIT_PEAK_MEMORY_FILE`); nil for a child that did not report.
+        let ownPeakBytes: Int?
         /// The largest anonymous resident memory seen (`RssAnon` of /proc/PID/status, sampled while waiting).
         let sampledAnonymousBytes: Int
         /// The largest resident file-backed memory seen (`RssFile`: the binary, libraries and mapped files).
@@ -49,6 +55,8 @@ final class ChildProcess {
     }
 
     let pid: pid_t
+    /// Where the child writes its own peak memory at exit.
+    private let peakReport: String
     /// The read end of the child's standard output when it was captured.
     private var output: Int32
     private var finished = false
@@ -81,6 +89,9 @@ final class ChildProcess {
             cursor += 1
         }
         variables.merge(environment) { _, new in new }
+        let report = "/tmp/seedkit-bench-peak-\(getpid())-\(ChildProcess.nextReport())"
+        unlink(report)
+        variables["SEEDKIT_PEAK_MEMORY_FILE"] = report
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -95,7 +106,17 @@ final class ChildProcess {
             throw BenchmarkFailure("cannot start \(executable): error \(spawned)")
         }
         pid = child
+        peakReport = report
         output = captureOutput ? pipeEnds[0] : -1
+    }
+
+    private static let reports = Mutex(0)
+
+    private static func nextReport() -> Int {
+        reports.withLock { count in
+            count += 1
+            return count
+        }
     }
 
     deinit {
@@ -104,6 +125,7 @@ final class ChildProcess {
             _ = try? wait()
         }
         if output >= 0 { close(output) }
+        unlink(peakReport)
     }
 
     /// The next line of the captured standard output, without its newline; nil at end of file.
@@ -146,7 +168,19 @@ final class ChildProcess {
         let exited = status & 0x7F == 0
         return Outcome(
             exitStatus: exited ? (status >> 8) & 0xFF : nil, maxResidentBytes: Int(usage.ru_maxrss) * 1024,
-            sampledAnonymousBytes: anonymous, sampledFileBytes: file, cpu: usage.cpuTime)
+            ownPeakBytes: reportedPeak(), sampledAnonymousBytes: anonymous, sampledFileBytes: file,
+            cpu: usage.cpuTime)
+    }
+
+    /// The peak the child wrote at exit, in octets.
+    private func reportedPeak() -> Int? {
+        let descriptor = open(peakReport, O_RDONLY)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        guard count > 0 else { return nil }
+        return Int(String(decoding: buffer[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
     /// `RssAnon` and `RssFile` of /proc/PID/status in octets; zeros when the file cannot be read.

@@ -1,3 +1,4 @@
 import Foundation
 
+PeakMemoryReport.installIfRequested()
 exit(CommandDispatcher.run(Array(CommandLine.arguments.dropFirst())).rawValue)
