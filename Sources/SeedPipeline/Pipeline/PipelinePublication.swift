@@ -12,7 +12,8 @@ struct PipelinePublication {
     static let packedName = "seed.db.zst"
     static let evidenceName = "evidence.json"
     static let sumsName = "SHA256SUMS"
-    static let names = [seedName, packedName, evidenceName, sumsName]
+    static let signatureName = PublicationSignature.fileName
+    static let names = [seedName, packedName, evidenceName, sumsName, signatureName]
 
     /// The publish directory (absolute).
     let directory: String
@@ -56,9 +57,13 @@ struct PipelinePublication {
     /// directory's file system) and puts it in place of the publish directory: moves the seed (and its frame) there,
     /// writes `evidence.json` from `evidence` with both artifacts' SHA-256, and `SHA256SUMS`, every file flushed;
     /// then the directories are exchanged (or `staging` renamed into place when there is no publication yet). The
-    /// previous publication ends up at `staging` and is removed.
+    /// previous publication ends up at `staging` and is removed. With a `signingKey`, the `provenance` statement
+    /// of the subjects (every file above, `SHA256SUMS` included) is signed and written as
+    /// ``PublicationSignature/fileName``.
     func publish(
-        in staging: String, seed: String, packed: String?, evidence: (_ artifacts: [SeedEvidence.Artifact]) -> JSONValue
+        in staging: String, seed: String, packed: String?, evidence: (_ artifacts: [SeedEvidence.Artifact]) -> JSONValue,
+        signingKey: Ed25519PrivateKey? = nil,
+        provenance: (_ subjects: [ProvenanceStatement.Subject]) -> ProvenanceStatement? = { _ in nil }
     ) throws(PipelineError) -> PublishedSeed {
         let assembly = try PipelineError.io { () throws(SystemError) in
             try DurableDirectory(destination: directory, staging: staging)
@@ -81,9 +86,24 @@ struct PipelinePublication {
         guard let published = PublishedSeed(evidence: evidenceJSON, directory: directory) else {
             throw .io(operation: "read back evidence of", path: evidencePath, errno: EINVAL)
         }
+        let sumsBytes = Array(SHA256Sums(digests: digests).text.utf8)
+        var envelope: [UInt8]?
+        var subjectDigests = digests
+        subjectDigests[Self.sumsName] = Hex.encode(SHA256.hash(sumsBytes))
+        let subjects = subjectDigests.keys.sorted().map {
+            ProvenanceStatement.Subject(name: $0, sha256: subjectDigests[$0]!)
+        }
+        if let signingKey, let statement = provenance(subjects) {
+            do {
+                envelope = try PublicationSignature.envelope(statement, key: signingKey)
+            } catch {
+                throw .signing(error)
+            }
+        }
         try PipelineError.io { () throws(SystemError) in
             try assembly.write(evidenceBytes, as: Self.evidenceName)
-            try assembly.write(Array(SHA256Sums(digests: digests).text.utf8), as: Self.sumsName)
+            try assembly.write(sumsBytes, as: Self.sumsName)
+            if let envelope { try assembly.write(envelope, as: Self.signatureName) }
             try assembly.publish()
         }
         return published

@@ -134,13 +134,14 @@ extension PipelineRun {
         guard let export else { return .failed(rule: "missing_export", message: "nothing was exported") }
         let timings = results.filter { $0.outcome == .passed }.map { (step: $0.step.rawValue, seconds: $0.seconds) }
         let pipeline = pipelineEvidence(source)
+        let run = self
         do {
             let seed = try publication.publish(
-                in: path("publication"), seed: seedPath, packed: definition.runs(.pack) ? packedPath : nil
-            ) { artifacts in
-                let evidence = SeedEvidence(export: export, artifacts: artifacts, timings: timings).json
-                return .object(JSONObject((evidence.objectValue?.members ?? []) + [JSONMember("pipeline", pipeline)]))
-            }
+                in: path("publication"), seed: seedPath, packed: definition.runs(.pack) ? packedPath : nil,
+                evidence: { artifacts in
+                    let evidence = SeedEvidence(export: export, artifacts: artifacts, timings: timings).json
+                    return .object(JSONObject((evidence.objectValue?.members ?? []) + [JSONMember("pipeline", pipeline)]))
+                }, signingKey: signingKey, provenance: { run.provenance($0, source: source) })
             published = seed
             let bytes = PipelinePublication.names.reduce(Int64(0)) { $0 + FileSystem.size(of: publication.path($1)) }
             return .passed(rows: seed.rows, bytes: bytes)

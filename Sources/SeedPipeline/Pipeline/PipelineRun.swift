@@ -20,6 +20,10 @@ struct PipelineRun {
     var pack: PackReport?
     var rehearsal: RehearsalReport?
     var published: PublishedSeed?
+    /// The key the `sign` step read; the publish step signs with it.
+    var signingKey: Ed25519PrivateKey?
+    /// When the run started, for the provenance's `startedOn`.
+    let startedAt = Date()
 
     init(
         definition: PipelineDefinition, probe: PipelineSourceProbe, publication: PipelinePublication,
@@ -88,6 +92,7 @@ struct PipelineRun {
         case .pack: outcome = runPack()
         case .install: outcome = runInstall()
         case .rehearse: outcome = runRehearse(connection)
+        case .sign: outcome = runSign()
         case .publish: outcome = runPublish(connection.exportSource)
         }
         let seconds = PipelineRunner.seconds(since: started)

@@ -26,8 +26,12 @@ enum CommandDispatcher {
                                               decompress a packed seed, refusing damage and oversize
           export --source URL --out FILE [--token-env VAR] [--scopes A,B] [--page-limit N] [--force] [--json]
                                               export a verified portable seed from a server
-          verify SEED.db[.zst] [--json]       every publication and device-installer check of a seed
-          install SEED.db[.zst] --to APP.db [--json]
+          verify SEED.db[.zst] [--trusted-key PUB ...] [--json]
+                                              every publication and device-installer check of a seed
+          keygen --out KEY [--json]           a new Ed25519 signing key (KEY mode 0600) and KEY.pub
+          sign FILE ... (--key KEY | --key-env VAR) [--force] [--json]
+                                              sign files into provenance.intoto.jsonl beside them
+          install SEED.db[.zst] --to APP.db [--trusted-key PUB ...] [--json]
                                               install a seed as a device's first database, never overwriting
           pipeline run FILE [--json] [--dry-run] [--force]
                                               export, verify, pack, install, rehearse and publish a seed
@@ -62,6 +66,8 @@ enum CommandDispatcher {
             case "unpack": return try UnpackCommand.run(rest)
             case "export": return try ExportCommand.run(rest)
             case "verify": return try VerifyCommand.run(rest)
+            case "keygen": return try KeygenCommand.run(rest)
+            case "sign": return try SignCommand.run(rest)
             case "install": return try InstallCommand.run(rest)
             case "pipeline": return try PipelineCommand.run(rest)
             case "rehearse": return try RehearseCommand.run(rest)
