@@ -22,12 +22,12 @@ import _SeedkitTestSupport
 
     var publishDirectory: String { directory.path("out/seed") }
 
-    func signedPipeline(sign: String = #"{"key_file": "release.key"}"#, environment: [String: String] = [:])
-        throws -> PipelineDefinition
-    {
+    func signedPipeline(
+        sign: String = #"{"key_file": "release.key"}"#, environment: [String: String] = [:], rows: Int = 120
+    ) throws -> PipelineDefinition {
         let dataset = RepositoryLayout.root.appendingPathComponent("seeds/demo").path
         let json = """
-            {"name": "signed", "source": {"embedded": {"dataset": "\(dataset)", "rows": 120}},
+            {"name": "signed", "source": {"embedded": {"dataset": "\(dataset)", "rows": \(rows)}},
              "scopes": ["catalog"], "page_limit": 100, "pack": {"level": 3},
              "publish": {"directory": "out/seed"}, "sign": \(sign),
              "steps": ["export", "verify", "pack", "sign", "publish"]}
@@ -141,6 +141,42 @@ import _SeedkitTestSupport
         let unsigned = try copy("unsigned")
         try FileManager.default.removeItem(atPath: unsigned + "/" + PublicationSignature.fileName)
         #expect(rules(unsigned) == ["signature_missing"])
+    }
+
+    @Test func aNewReleasePublishesASignedPatchAgainstThePreviousSeed() throws {
+        #expect(try PipelineRunner.run(try signedPipeline()).outcome == .published)
+        let previous = directory.path("previous.db")
+        try FileManager.default.copyItem(atPath: publishDirectory + "/seed.db", toPath: previous)
+        #expect(!FileManager.default.fileExists(atPath: publishDirectory + "/seed.db.patch.zst"))
+
+        let report = try PipelineRunner.run(try signedPipeline(rows: 121))
+        #expect(report.outcome == .published, "\(report.failedStep?.failure?.message ?? "")")
+        let files = try FileManager.default.contentsOfDirectory(atPath: publishDirectory).sorted()
+        #expect(files == [
+            "SHA256SUMS", "evidence.json", "provenance.intoto.jsonl", "seed.db", "seed.db.patch.zst", "seed.db.zst",
+        ])
+        #expect(rules(publishDirectory).isEmpty)
+        let subjects = try #require(ProvenanceStatement.subjects(ofPayload: try envelope(in: publishDirectory).payload))
+        #expect(subjects.map(\.name).contains("seed.db.patch.zst"))
+
+        let seedDigest = try FileDigest.sha256(path: publishDirectory + "/seed.db").hex
+        let signed = PublicationSignature.signedDigest(
+            of: "seed.db", beside: publishDirectory + "/seed.db.patch.zst", trustedKeys: [trusted])
+        #expect(signed == seedDigest)
+        var options = UnpackOptions(requireSQLiteDatabase: true)
+        options.patchFrom = previous
+        options.expectedSHA256 = signed
+        let applied = try SeedPacker.unpack(
+            publishDirectory + "/seed.db.patch.zst", to: directory.path("rebuilt.db"), options: options)
+        #expect(applied.uncompressedSHA256 == seedDigest)
+        let patchBytes = applied.compressedBytes
+        let fullBytes = try #require(report.pack?.compressedBytes)
+        #expect(patchBytes < fullBytes, "patch \(patchBytes), full \(fullBytes)")
+
+        let evidence = try StrictJSONParser().parse(try #require(read(publishDirectory + "/evidence.json")))
+        let patch = try #require(evidence.objectValue?["pipeline"]?.objectValue?["patch"]?.objectValue)
+        #expect(patch["from_sha256"]?.stringValue == (try FileDigest.sha256(path: previous).hex))
+        #expect(try PipelineRunner.run(try signedPipeline(rows: 121)).outcome == .upToDate, "the patch does not stop reuse")
     }
 
     @Test func aKeyFromTheEnvironmentSignsAndNeverReachesAnArtifact() throws {

@@ -10,10 +10,12 @@ import SystemKit
 struct PipelinePublication {
     static let seedName = "seed.db"
     static let packedName = "seed.db.zst"
+    /// The new seed as a patch against the previous publication's `seed.db` (when there was one).
+    static let patchName = "seed.db.patch.zst"
     static let evidenceName = "evidence.json"
     static let sumsName = "SHA256SUMS"
     static let signatureName = PublicationSignature.fileName
-    static let names = [seedName, packedName, evidenceName, sumsName, signatureName]
+    static let names = [seedName, packedName, patchName, evidenceName, sumsName, signatureName]
 
     /// The publish directory (absolute).
     let directory: String
@@ -41,7 +43,7 @@ struct PipelinePublication {
     func current(expected: [String]) -> (evidence: JSONValue, seed: PublishedSeed)? {
         guard let sumsBytes = FileSystem.read(path(Self.sumsName)),
               let sums = SHA256Sums(text: String(decoding: sumsBytes, as: UTF8.self)),
-              Set(sums.digests.keys) == Set(expected)
+              Set(sums.digests.keys).subtracting([Self.patchName]) == Set(expected)
         else { return nil }
         for (name, digest) in sums.digests {
             guard let actual = try? FileDigest.sha256(path: path(name)), actual.hex == digest else { return nil }
@@ -61,7 +63,7 @@ struct PipelinePublication {
     /// of the subjects (every file above, `SHA256SUMS` included) is signed and written as
     /// ``PublicationSignature/fileName``.
     func publish(
-        in staging: String, seed: String, packed: String?, evidence: (_ artifacts: [SeedEvidence.Artifact]) -> JSONValue,
+        in staging: String, seed: String, packed: String?, patch: String? = nil, evidence: (_ artifacts: [SeedEvidence.Artifact]) -> JSONValue,
         signingKey: Ed25519PrivateKey? = nil,
         provenance: (_ subjects: [ProvenanceStatement.Subject]) -> ProvenanceStatement? = { _ in nil }
     ) throws(PipelineError) -> PublishedSeed {
@@ -69,7 +71,9 @@ struct PipelinePublication {
             try DurableDirectory(destination: directory, staging: staging)
         }
         var artifacts: [SeedEvidence.Artifact] = []
-        for (from, name) in [(seed, Self.seedName)] + (packed.map { [($0, Self.packedName)] } ?? []) {
+        let files = [(seed, Self.seedName)] + (packed.map { [($0, Self.packedName)] } ?? [])
+            + (patch.map { [($0, Self.patchName)] } ?? [])
+        for (from, name) in files {
             try PipelineError.io { () throws(SystemError) in try assembly.adopt(from, as: name) }
             artifacts.append(try artifact(at: assembly.stagedPath(name)))
         }

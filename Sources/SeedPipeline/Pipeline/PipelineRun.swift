@@ -18,6 +18,8 @@ struct PipelineRun {
     var export: SeedExportReport?
     var verification: SeedVerificationReport?
     var pack: PackReport?
+    /// The patch against the publication in place, and that publication's `seed.db` digest.
+    var patch: (report: PackReport, fromSHA256: String)?
     var rehearsal: RehearsalReport?
     var published: PublishedSeed?
     /// The key the `sign` step read; the publish step signs with it.
@@ -45,6 +47,7 @@ struct PipelineRun {
 
     var seedPath: String { path(PipelinePublication.seedName) }
     var packedPath: String { path(PipelinePublication.packedName) }
+    var patchPath: String { path(PipelinePublication.patchName) }
     var devicePath: String { path("device/app.db") }
 
     /// Starts the source, runs every listed step until one fails, and reports.
