@@ -45,7 +45,8 @@ private struct PatchBenchmark {
         apply.expectedSHA256 = fullReport.uncompressedSHA256
         for _ in 0..<max(3, options.iterations) {
             var start = clock.now
-            _ = try SeedPacker.unpack(full, to: copy, options: UnpackOptions(overwrite: true, requireSQLiteDatabase: true))
+            let whole = UnpackOptions(overwrite: true, requireSQLiteDatabase: true)
+            _ = try SeedPacker.unpack(full, to: copy, options: whole)
             unpackRuns.append(start.duration(to: clock.now))
             start = clock.now
             let applied = try SeedPacker.unpack(patch, to: copy, options: apply)

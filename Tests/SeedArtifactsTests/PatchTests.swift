@@ -29,12 +29,15 @@ struct PatchTests {
         let patch = try SeedPacker.pack(
             next, to: directory.path("next.db.patch.zst"), options: PackOptions(level: 3, patchFrom: previous))
         #expect(patch.uncompressedSHA256 == full.uncompressedSHA256)
-        #expect(patch.compressedBytes * 10 < full.compressedBytes, "patch \(patch.compressedBytes), full \(full.compressedBytes)")
+        #expect(
+            patch.compressedBytes * 10 < full.compressedBytes,
+            "patch \(patch.compressedBytes), full \(full.compressedBytes)")
 
         var options = UnpackOptions(requireSQLiteDatabase: true)
         options.patchFrom = previous
         options.expectedSHA256 = full.uncompressedSHA256
-        let applied = try SeedPacker.unpack(directory.path("next.db.patch.zst"), to: directory.path("copy.db"), options: options)
+        let applied = try SeedPacker.unpack(
+            directory.path("next.db.patch.zst"), to: directory.path("copy.db"), options: options)
         #expect(applied.uncompressedSHA256 == full.uncompressedSHA256)
         #expect(try PackTests.read(directory.path("copy.db")) == (try PackTests.read(next)))
     }

@@ -32,7 +32,8 @@ import _SeedkitTestSupport
              "publish": {"directory": "out/seed"}, "sign": \(sign),
              "steps": ["export", "verify", "pack", "sign", "publish"]}
             """
-        return try PipelineDefinition(bytes: Array(json.utf8), baseDirectory: directory.url.path, environment: environment)
+        return try PipelineDefinition(
+            bytes: Array(json.utf8), baseDirectory: directory.url.path, environment: environment)
     }
 
     /// A copy of the publication to tamper with.
@@ -116,16 +117,20 @@ import _SeedkitTestSupport
         try write(try shortEnvelope.encoded(), truncated + "/" + PublicationSignature.fileName)
         #expect(rules(truncated) == ["signature_malformed"])
         let envelopeBytes = try #require(read(publishDirectory + "/" + PublicationSignature.fileName))
-        try write(Array(envelopeBytes.prefix(envelopeBytes.count - 20)), truncated + "/" + PublicationSignature.fileName)
+        try write(
+            Array(envelopeBytes.prefix(envelopeBytes.count - 20)), truncated + "/" + PublicationSignature.fileName)
         #expect(rules(truncated) == ["signature_malformed"])
 
         // A statement, validly signed by the trusted key, whose subject digest does not match the artifact.
         let subject = try copy("subject")
         let key = try SigningKeyFile.privateKey(path: directory.path("release.key"))
-        let wrong = subjects.map { $0.name == "seed.db.zst" ? .init(name: $0.name, sha256: String(repeating: "ab", count: 32)) : $0 }
+        let wrong = subjects.map { subject in
+            subject.name == "seed.db.zst"
+                ? ProvenanceStatement.Subject(name: subject.name, sha256: String(repeating: "ab", count: 32)) : subject
+        }
         let lying = ProvenanceStatement(
-            subjects: wrong, buildType: ProvenanceStatement.pipelineBuildType, externalParameters: .object(JSONObject([])),
-            started: Date(), finished: Date())
+            subjects: wrong, buildType: ProvenanceStatement.pipelineBuildType,
+            externalParameters: .object(JSONObject([])), started: Date(), finished: Date())
         try write(try PublicationSignature.envelope(lying, key: key), subject + "/" + PublicationSignature.fileName)
         #expect(rules(subject) == ["subject_digest_mismatch"])
 
@@ -156,7 +161,8 @@ import _SeedkitTestSupport
             "SHA256SUMS", "evidence.json", "provenance.intoto.jsonl", "seed.db", "seed.db.patch.zst", "seed.db.zst",
         ])
         #expect(rules(publishDirectory).isEmpty)
-        let subjects = try #require(ProvenanceStatement.subjects(ofPayload: try envelope(in: publishDirectory).payload))
+        let payload = try envelope(in: publishDirectory).payload
+        let subjects = try #require(ProvenanceStatement.subjects(ofPayload: payload))
         #expect(subjects.map(\.name).contains("seed.db.patch.zst"))
 
         let seedDigest = try FileDigest.sha256(path: publishDirectory + "/seed.db").hex
@@ -176,7 +182,8 @@ import _SeedkitTestSupport
         let evidence = try StrictJSONParser().parse(try #require(read(publishDirectory + "/evidence.json")))
         let patch = try #require(evidence.objectValue?["pipeline"]?.objectValue?["patch"]?.objectValue)
         #expect(patch["from_sha256"]?.stringValue == (try FileDigest.sha256(path: previous).hex))
-        #expect(try PipelineRunner.run(try signedPipeline(rows: 121)).outcome == .upToDate, "the patch does not stop reuse")
+        #expect(
+            try PipelineRunner.run(try signedPipeline(rows: 121)).outcome == .upToDate, "the patch does not stop reuse")
     }
 
     @Test func aKeyFromTheEnvironmentSignsAndNeverReachesAnArtifact() throws {

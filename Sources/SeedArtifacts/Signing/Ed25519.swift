@@ -140,5 +140,7 @@ private func withMemoryBIO(_ write: (OpaquePointer) -> Bool) throws(SigningError
     var data: UnsafeMutablePointer<CChar>?
     let length = seedkit_bio_mem_data(bio, &data)
     guard length > 0, let data else { throw .crypto(operation: "encode a key as PEM") }
-    return data.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) }
+    return data.withMemoryRebound(to: UInt8.self, capacity: length) {
+        Array(UnsafeBufferPointer(start: $0, count: length))
+    }
 }

@@ -132,7 +132,8 @@ struct PublicationVerifier {
         for hit in hits {
             collector.add(SeedFinding(
                 .credentialResidue, page: hit.page,
-                message: "\(hit.shape.rawValue) is in the file's bytes (live or deleted); a seed ships to every device"))
+                message: "\(hit.shape.rawValue) is in the file's bytes (live or deleted); a seed ships to every "
+                    + "device"))
         }
     }
 

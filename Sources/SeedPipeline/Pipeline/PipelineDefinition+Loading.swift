@@ -85,7 +85,9 @@ extension PipelineDefinition {
     private static func steps(
         _ root: PipelineMemberReader, signs: Bool
     ) throws(PipelineDefinitionError) -> [PipelineStep] {
-        guard let names = try root.stringList("steps") else { return PipelineStep.allCases.filter { signs || $0 != .sign } }
+        guard let names = try root.stringList("steps") else {
+            return PipelineStep.allCases.filter { signs || $0 != .sign }
+        }
         var steps: [PipelineStep] = []
         for (index, name) in names.enumerated() {
             guard let step = PipelineStep(rawValue: name) else {
@@ -144,7 +146,8 @@ extension PipelineDefinition {
             guard let path = try sign.string("key_file") else { throw .missingMember(member: sign.member("key_file")) }
             return signs ? .file(resolve(path, base: base)) : nil
         case (false, true):
-            return try credential(sign, "key_env", environment: environment, needed: signs).map(PipelineSigningKey.environment)
+            return try credential(sign, "key_env", environment: environment, needed: signs)
+                .map(PipelineSigningKey.environment)
         }
     }
 

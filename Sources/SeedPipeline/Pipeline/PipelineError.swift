@@ -48,7 +48,8 @@ public enum PipelineError: Error, Sendable, CustomStringConvertible {
         case .scopeNotPortable(let scope): "scopes: \(scope) is not a portable scope of the source"
         case .publishDirectoryNotPublication(let path, let entry):
             "\(path) holds \(entry), which is not part of a publication; the publish directory is replaced as a "
-                + "whole, so it must be empty or hold only seed.db, seed.db.zst, seed.db.patch.zst, evidence.json, SHA256SUMS and "
+                + "whole, so it must be empty or hold only seed.db, seed.db.zst, seed.db.patch.zst, evidence.json, "
+                + "SHA256SUMS and "
                 + "provenance.intoto.jsonl"
         case .source(let error): "the source failed: \(error)"
         case .embeddedServer(let message): "the embedded reference server failed: \(message)"

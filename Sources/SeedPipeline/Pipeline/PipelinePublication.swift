@@ -63,7 +63,8 @@ struct PipelinePublication {
     /// of the subjects (every file above, `SHA256SUMS` included) is signed and written as
     /// ``PublicationSignature/fileName``.
     func publish(
-        in staging: String, seed: String, packed: String?, patch: String? = nil, evidence: (_ artifacts: [SeedEvidence.Artifact]) -> JSONValue,
+        in staging: String, seed: String, packed: String?, patch: String? = nil,
+        evidence: (_ artifacts: [SeedEvidence.Artifact]) -> JSONValue,
         signingKey: Ed25519PrivateKey? = nil,
         provenance: (_ subjects: [ProvenanceStatement.Subject]) -> ProvenanceStatement? = { _ in nil }
     ) throws(PipelineError) -> PublishedSeed {

@@ -26,7 +26,9 @@ extension PipelineRun {
     /// and dataset files by digest (`resolvedDependencies`).
     func provenance(_ subjects: [ProvenanceStatement.Subject], source: RecordingExportSource) -> ProvenanceStatement {
         var dependencies: [ProvenanceStatement.Subject] = []
-        if let file = definition.file { dependencies.append(ProvenanceStatement.Subject(name: file.name, sha256: file.sha256)) }
+        if let file = definition.file {
+            dependencies.append(ProvenanceStatement.Subject(name: file.name, sha256: file.sha256))
+        }
         if let files = probe.inputs.json.objectValue?["source"]?.objectValue?["dataset_files"]?.objectValue {
             for member in files.members {
                 guard let digest = member.value.stringValue, digest.utf8.count == 64 else { continue }

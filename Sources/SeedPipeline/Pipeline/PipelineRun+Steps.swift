@@ -80,7 +80,8 @@ extension PipelineRun {
     private mutating func packPatch(level: Int32) throws(PackError) {
         let previous = publication.path(PipelinePublication.seedName)
         guard FileSystem.exists(previous), let digest = try? FileDigest.sha256(path: previous) else { return }
-        let report = try SeedPacker.pack(seedPath, to: patchPath, options: PackOptions(level: level, patchFrom: previous))
+        let report = try SeedPacker.pack(
+            seedPath, to: patchPath, options: PackOptions(level: level, patchFrom: previous))
         // Applied once here as a device would, so a patch that does not rebuild this exact seed is never published.
         let check = path("patch-check.db")
         defer { try? FileManager.default.removeItem(atPath: check) }
@@ -158,7 +159,8 @@ extension PipelineRun {
                 patch: patch == nil ? nil : patchPath,
                 evidence: { artifacts in
                     let evidence = SeedEvidence(export: export, artifacts: artifacts, timings: timings).json
-                    return .object(JSONObject((evidence.objectValue?.members ?? []) + [JSONMember("pipeline", pipeline)]))
+                    let members = (evidence.objectValue?.members ?? []) + [JSONMember("pipeline", pipeline)]
+                    return .object(JSONObject(members))
                 }, signingKey: signingKey, provenance: { run.provenance($0, source: source) })
             published = seed
             let bytes = PipelinePublication.names.reduce(Int64(0)) { $0 + FileSystem.size(of: publication.path($1)) }

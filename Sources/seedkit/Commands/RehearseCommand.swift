@@ -10,7 +10,8 @@ import SynchroProtocol
 enum RehearseCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(
-            words, flags: ["rebuild-compare", "json"], valued: ["server", "token-env", "page-limit", "app-version", SignatureGate.option])
+            words, flags: ["rebuild-compare", "json"],
+            valued: ["server", "token-env", "page-limit", "app-version", SignatureGate.option])
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         guard let server = arguments.values["server"], server.hasPrefix("http://") || server.hasPrefix("https://")
         else {

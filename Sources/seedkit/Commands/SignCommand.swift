@@ -12,9 +12,12 @@ enum SignCommand {
         let arguments = try Arguments(words, flags: ["force", "json"], valued: ["key", "key-env"])
         try arguments.requirePositionals(atMost: Int.max, atLeast: 1)
         let files = arguments.positionals
-        let directories = Set(files.map { URL(fileURLWithPath: $0).deletingLastPathComponent().standardizedFileURL.path })
+        let directories = Set(files.map {
+            URL(fileURLWithPath: $0).deletingLastPathComponent().standardizedFileURL.path
+        })
         guard directories.count == 1, let directory = directories.first else {
-            throw Arguments.UsageError(message: "sign needs files of one directory (the envelope is written beside them)")
+            throw Arguments.UsageError(
+                message: "sign needs files of one directory (the envelope is written beside them)")
         }
         guard (arguments.values["key"] == nil) != (arguments.values["key-env"] == nil) else {
             throw Arguments.UsageError(message: "sign needs exactly one of --key KEY or --key-env VAR")
@@ -51,7 +54,8 @@ enum SignCommand {
                 ]))
                 Terminal.out(bytes: ((try? CanonicalJSON.encode(object)) ?? []) + [0x0A])
             } else {
-                console.info("ok: signed \(subjects.count) files into \(envelopePath) with key \(key.publicKey.keyID)\n")
+                let keyID = key.publicKey.keyID
+                console.info("ok: signed \(subjects.count) files into \(envelopePath) with key \(keyID)\n")
             }
             return .success
         } catch let error as SigningError {

@@ -44,7 +44,10 @@ enum UnpackCommand {
             return display.success(
                 report, database: output, frame: input, written: output, elapsed: start.duration(to: clock.now))
         } catch {
-            return display.failure(error)
+            let status = display.failure(error)
+            // The content is not the seed that was signed: a signature refusal, like the checks before it.
+            if case .digestMismatch = error { return .signatureRefused }
+            return status
         }
     }
 

@@ -2,10 +2,10 @@ import Foundation
 import SeedArtifacts
 import SynchroProtocol
 
-/// `seedkit verify SEED.db|SEED.db.zst [--trusted-key PUB …] [--json]`: every publication check and every device-installer check of a
-/// seed, offline, from ``SeedVerifier/verify(path:options:)``. Exit 0 when the seed passes, 1 with findings, 2 when
-/// the input is not a usable seed file or the invocation is wrong, 6 when `--trusted-key` is given and the
-/// publication's signature does not hold (checked first).
+/// `seedkit verify SEED.db|SEED.db.zst [--trusted-key PUB …] [--json]`: every publication check and every
+/// device-installer check of a seed, offline, from ``SeedVerifier/verify(path:options:)``. Exit 0 when the seed
+/// passes, 1 with findings, 2 when the input is not a usable seed file or the invocation is wrong, 6 when
+/// `--trusted-key` is given and the publication's signature does not hold (checked first).
 enum VerifyCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(words, flags: ["json"], valued: [SignatureGate.option])
