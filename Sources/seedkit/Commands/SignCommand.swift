@@ -25,7 +25,7 @@ enum SignCommand {
         let asJSON = arguments.flags.contains("json")
         let console = arguments.console("sign")
         let envelopePath = URL(fileURLWithPath: directory).appendingPathComponent(PublicationSignature.fileName).path
-        do {
+        do throws(SigningError) {
             let key = try privateKey(arguments, console: console)
             if FileSystem.exists(envelopePath) && !arguments.flags.contains("force") {
                 return SeedReportOutput.unusable(
@@ -40,12 +40,18 @@ enum SignCommand {
                 ])),
                 started: started, finished: Date())
             let bytes = try PublicationSignature.envelope(statement, key: key)
-            let temporary = envelopePath + ".tmp-\(UUID().uuidString.lowercased())"
-            guard FileManager.default.createFile(atPath: temporary, contents: Data(bytes)),
-                  rename(temporary, envelopePath) == 0
-            else {
-                try? FileManager.default.removeItem(atPath: temporary)
-                throw SigningError.io(operation: "write", path: envelopePath, errno: errno)
+            // Written beside the destination, synced, then put in place atomically.
+            do throws(SystemError) {
+                let file = try DurableFile(destination: envelopePath, replacing: arguments.flags.contains("force"))
+                do throws(SystemError) {
+                    try file.write(bytes)
+                    try file.publish()
+                } catch {
+                    file.discard()
+                    throw error
+                }
+            } catch {
+                throw SigningError.io(operation: error.operation, path: error.path, errno: error.code)
             }
             if asJSON {
                 let object = JSONValue.object(JSONObject([
@@ -58,10 +64,8 @@ enum SignCommand {
                 console.info("ok: signed \(subjects.count) files into \(envelopePath) with key \(keyID)\n")
             }
             return .success
-        } catch let error as SigningError {
-            return SeedReportOutput.unusable(rule: error.rule, message: error.description, asJSON: asJSON)
         } catch {
-            return SeedReportOutput.unusable(rule: "io", message: "\(error)", asJSON: asJSON)
+            return SeedReportOutput.unusable(rule: error.rule, message: error.description, asJSON: asJSON)
         }
     }
 
