@@ -178,6 +178,18 @@ import _SeedkitTestSupport
          "duplicate_value", "steps[1]"),
         (#"{"source": {"embedded": {"dataset": "d"}}, "publish": {"directory": "o"}, "steps": ["verify"]}"#,
          "step_requires", "steps"),
+        (#"{"source": {"embedded": {"dataset": "d"}}, "publish": {"directory": "o"}, "steps": ["export", "sign"]}"#,
+         "step_requires", "steps"),
+        (#"{"source": {"embedded": {"dataset": "d"}}, "publish": {"directory": "o"},"#
+            + #" "steps": ["export", "verify", "sign"]}"#,
+         "missing_member", "sign"),
+        (#"{"source": {"embedded": {"dataset": "d"}}, "publish": {"directory": "o"},"#
+            + #" "sign": {"key_file": "k", "key_env": "K"}}"#,
+         "conflicting_members", "sign"),
+        (#"{"source": {"embedded": {"dataset": "d"}}, "publish": {"directory": "o"}, "sign": {"key": "k"}}"#,
+         "unknown_member", "sign.key"),
+        (#"{"source": {"embedded": {"dataset": "d"}}, "publish": {"directory": "o"}, "sign": {"key_env": "UNSET_K"}}"#,
+         "missing_environment_variable", "sign.key_env"),
         (#"{"source": {"embedded": {"dataset": "d"}}, "publish": {"directory": "o"}, "steps": ["export", "install"]}"#,
          "step_requires", "steps"),
         (#"{"source": {"embedded": {"dataset": "d"}}, "publish": {"directory": "o"}, "steps": ["export", "publish"]}"#,
