@@ -188,7 +188,8 @@ import _SeedkitTestSupport
          "conflicting_members", "sign"),
         (#"{"source": {"embedded": {"dataset": "d"}}, "publish": {"directory": "o"}, "sign": {"key": "k"}}"#,
          "unknown_member", "sign.key"),
-        (#"{"source": {"embedded": {"dataset": "d"}}, "publish": {"directory": "o"}, "sign": {"key_env": "UNSET_K"}}"#,
+        (#"{"source": {"embedded": {"dataset": "d"}}, "publish": {"directory": "o"},"#
+            + #" "sign": {"key_env": "UNSET_K"}}"#,
          "missing_environment_variable", "sign.key_env"),
         (#"{"source": {"embedded": {"dataset": "d"}}, "publish": {"directory": "o"}, "steps": ["export", "install"]}"#,
          "step_requires", "steps"),
