@@ -16,6 +16,12 @@ package enum FileSystem {
         return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
     }
 
+    /// True when `path` is a regular file (following a symbolic link).
+    package static func isRegularFile(_ path: String) -> Bool {
+        var status = stat()
+        return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG
+    }
+
     /// The size of the file at `path` in bytes, or 0 when it cannot be read.
     package static func size(of path: String) -> Int64 {
         var status = stat()

@@ -53,7 +53,7 @@ import _SeedkitTestSupport
         let events = EventLog()
         let report = try PipelineRunner.run(try embedded(rebuildCompare: true), events: events.record)
         #expect(report.outcome == .published)
-        #expect(report.steps.map(\.outcome) == Array(repeating: .passed, count: 6))
+        #expect(report.steps.map(\.outcome) == PipelineStep.allCases.map { $0 == .sign ? .skipped : .passed })
         #expect(report.rehearsal?.passed == true)
         #expect(report.rehearsal?.scopes.first?.matchesRebuild == true)
 
@@ -87,7 +87,8 @@ import _SeedkitTestSupport
 
         let started = events.steps(started: true)
         let finished = events.steps(started: false)
-        #expect(started == PipelineStep.allCases && finished == PipelineStep.allCases)
+        let unsigned = PipelineStep.allCases.filter { $0 != .sign }
+        #expect(started == unsigned && finished == unsigned)
     }
 
     @Test func reRunningWithUnchangedInputsReusesThePublicationWithoutRewritingIt() throws {
@@ -97,7 +98,7 @@ import _SeedkitTestSupport
         let events = EventLog()
         let again = try PipelineRunner.run(definition, events: events.record)
         #expect(again.outcome == .upToDate)
-        #expect(again.steps.allSatisfy { $0.outcome == .reused })
+        #expect(again.steps.allSatisfy { $0.outcome == ($0.step == .sign ? .skipped : .reused) })
         #expect(again.seed?.rows == Int64(240))
         #expect(events.steps(started: true).isEmpty, "nothing is redone")
         #expect(try attributes(publishDirectory) == before, "no file is rewritten")
@@ -128,7 +129,7 @@ import _SeedkitTestSupport
         #expect(report.outcome == .failed)
         #expect(report.failedStep?.step == .export)
         #expect(report.failedStep?.failure?.rule == "row_digest_mismatch")
-        #expect(report.steps.dropFirst().allSatisfy { $0.outcome == .notRun })
+        #expect(report.steps.dropFirst().allSatisfy { $0.outcome == ($0.step == .sign ? .skipped : .notRun) })
         #expect(report.seed == nil)
         #expect(snapshot(publishDirectory) == before)
         #expect(try parentEntries() == ["seed"])
@@ -146,7 +147,7 @@ import _SeedkitTestSupport
         let dry = try PipelineRunner.run(try embedded(), options: PipelineRunOptions(dryRun: true))
         #expect(dry.outcome == .validated)
         #expect(!dry.upToDate)
-        #expect(dry.steps.allSatisfy { $0.outcome == .planned })
+        #expect(dry.steps.allSatisfy { $0.outcome == ($0.step == .sign ? .skipped : .planned) })
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).isEmpty)
 
         #expect(try PipelineRunner.run(try embedded()).outcome == .published)
@@ -175,7 +176,7 @@ import _SeedkitTestSupport
     @Test func aPipelineWithoutPublishRunsItsStepsAndPublishesNothing() throws {
         let report = try PipelineRunner.run(try embedded(steps: ["export", "verify", "pack"]))
         #expect(report.outcome == .completed)
-        #expect(report.steps.map(\.outcome) == [.passed, .passed, .passed, .skipped, .skipped, .skipped])
+        #expect(report.steps.map(\.outcome) == [.passed, .passed, .passed, .skipped, .skipped, .skipped, .skipped])
         #expect(report.pack != nil)
         #expect(!FileManager.default.fileExists(atPath: publishDirectory))
         #expect(try parentEntries().isEmpty)
@@ -226,7 +227,7 @@ import _SeedkitTestSupport
         }
         let summary = try #require(report.summaryJSON.objectValue)
         #expect(summary["outcome"]?.stringValue == "published")
-        #expect(summary["steps"]?.arrayValue?.count == 6)
+        #expect(summary["steps"]?.arrayValue?.count == PipelineStep.allCases.count)
         let evidence = String(decoding: try #require(FileManager.default.contents(
             atPath: publishDirectory + "/evidence.json")), as: UTF8.self)
         #expect(!evidence.contains("Bearer") && !evidence.contains("receipt"))

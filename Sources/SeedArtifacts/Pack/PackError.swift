@@ -42,6 +42,8 @@ public enum PackError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A SQLite sidecar (`-wal`, `-shm`, `-journal`) sits beside the database being packed or unpacked:
     /// SQLite would combine it with the database, so the bytes packed or unpacked are not the seed.
     case sidecarPresent(path: String)
+    /// The unpacked content's SHA-256 is not the expected (signed) digest; nothing was published.
+    case digestMismatch(expected: String)
     /// libzstd failed while compressing (for example an allocation failure); carries its error name.
     case compressionFailed(String)
     /// A system call failed: what was being done, on which path, and the `errno` text.
@@ -68,6 +70,7 @@ public enum PackError: Error, Sendable, Equatable, CustomStringConvertible {
         case .exceedsDeclaredDatabaseSize: "exceeds_declared_database_size"
         case .outputExists: "output_exists"
         case .sidecarPresent: "sidecar_present"
+        case .digestMismatch: "signed_digest_mismatch"
         case .compressionFailed: "compression_failed"
         case .io: "io"
         }
@@ -78,7 +81,7 @@ public enum PackError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .notZstd, .missingContentChecksum, .declaredSizeExceedsLimit, .windowTooLarge, .truncated,
             .checksumMismatch, .corrupt, .trailingData, .outputLimitExceeded, .notSQLiteDatabase,
-            .exceedsDeclaredDatabaseSize:
+            .exceedsDeclaredDatabaseSize, .digestMismatch:
             true
         default:
             false
@@ -124,6 +127,8 @@ public enum PackError: Error, Sendable, Equatable, CustomStringConvertible {
             "\(path) exists; overwriting it was not requested"
         case .sidecarPresent(let path):
             "\(path) exists beside the database; SQLite would apply it"
+        case .digestMismatch(let expected):
+            "the unpacked content's SHA-256 is not the expected \(expected)"
         case .compressionFailed(let name):
             "compression failed (\(name))"
         case .io(let operation, let path, let code):

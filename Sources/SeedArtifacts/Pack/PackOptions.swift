@@ -21,12 +21,16 @@ public struct PackOptions: Sendable {
     public var overwrite: Bool
     /// Called as the input is consumed, from the calling thread.
     public var progress: (@Sendable (PackProgress) -> Void)?
+    /// The previous seed: the frame becomes a patch that only unpacks against that exact file (`pack
+    /// --patch-from`), with long-distance matching and a window of at most 128 MiB.
+    public var patchFrom: String?
 
     public init(
         level: Int32 = PackOptions.defaultLevel, workers: Int = PackOptions.defaultWorkers,
         maximumOutputBytes: Int64 = PackOptions.defaultMaximumOutputBytes, overwrite: Bool = false,
-        progress: (@Sendable (PackProgress) -> Void)? = nil
+        patchFrom: String? = nil, progress: (@Sendable (PackProgress) -> Void)? = nil
     ) {
+        self.patchFrom = patchFrom
         self.level = level
         self.workers = workers
         self.maximumOutputBytes = maximumOutputBytes
@@ -63,6 +67,11 @@ public struct UnpackOptions: Sendable {
     /// The content must be a SQLite database (a packed seed): its header is checked on the first 100 bytes,
     /// before they are written, and the output stops at the size the header declares (``SQLiteHeaderGate``).
     public var requireSQLiteDatabase: Bool
+    /// The previous seed a patch was made against (`unpack --patch-from`); nil for a full frame.
+    public var patchFrom: String?
+    /// The lowercase hex SHA-256 the output must have (the signed digest of the seed), checked before the output
+    /// is published; nil checks nothing beyond the frame's own checksum.
+    public var expectedSHA256: String?
 
     public init(
         maximumOutputBytes: Int64 = PackOptions.defaultMaximumOutputBytes, overwrite: Bool = false,

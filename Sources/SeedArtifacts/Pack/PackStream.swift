@@ -85,6 +85,11 @@ struct PackStream: ~Copyable {
         }
     }
 
+    /// Lowercase hex SHA-256 of both sides, once the stream is done.
+    consuming func digests() -> (input: String, output: String) {
+        (input.sha256(), output.sha256())
+    }
+
     /// Checks the limit before any byte beyond it is written, then writes and tallies `bytes`. A packed seed's
     /// first 100 bytes are held back until its header is checked, and its declared size is a second limit.
     private mutating func emit(_ bytes: UnsafeRawBufferPointer) throws(PackError) {

@@ -29,7 +29,10 @@ public enum SeedPacker {
         try refuseSidecars(of: input)
         let source = try PackInputFile(path: input)
         let size = source.size
-        let compressor = try ZstdCompressor(level: options.level, workers: options.workers, pledgedSize: size)
+        let reference = try options.patchFrom.map { path throws(PackError) in try MappedFile(path: path) }
+        let compressor = try ZstdCompressor(
+            level: options.level, workers: options.workers, pledgedSize: size, reference: reference)
+        defer { withExtendedLifetime(reference) {} }
         let destination = try outputFile(output, overwrite: options.overwrite)
         do throws(PackError) {
             var stream = PackStream(source: source, destination: destination, limit: options.maximumOutputBytes)
@@ -59,7 +62,9 @@ public enum SeedPacker {
         let options = try options.validated()
         try refuseSidecars(of: output)
         let source = try PackInputFile(path: input)
-        let decompressor = try ZstdDecompressor()
+        let reference = try options.patchFrom.map { path throws(PackError) in try MappedFile(path: path) }
+        let decompressor = try ZstdDecompressor(reference: reference)
+        defer { withExtendedLifetime(reference) {} }
         let prelude = try UnpackPrelude(source: source, limit: options.maximumOutputBytes)
         let destination = try outputFile(output, overwrite: options.overwrite)
         do throws(PackError) {
@@ -68,11 +73,16 @@ public enum SeedPacker {
                 requireSQLite: options.requireSQLiteDatabase)
             var meter = PackProgressMeter(options.progress, total: source.size)
             try stream.decompress(with: decompressor, prelude: prelude, meter: &meter)
+            let (inputBytes, outputBytes) = (stream.input.bytes, stream.output.bytes)
+            let digests = stream.digests()
+            if let expected = options.expectedSHA256, expected != digests.output {
+                throw .digestMismatch(expected: expected)
+            }
             try publish(destination)
-            meter.finish(at: stream.input.bytes)
+            meter.finish(at: inputBytes)
             return PackReport(
-                uncompressedBytes: stream.output.bytes, compressedBytes: stream.input.bytes,
-                uncompressedSHA256: stream.output.sha256(), compressedSHA256: stream.input.sha256(), level: nil)
+                uncompressedBytes: outputBytes, compressedBytes: inputBytes,
+                uncompressedSHA256: digests.output, compressedSHA256: digests.input, level: nil)
         } catch {
             destination.discard()
             throw error

@@ -5,7 +5,10 @@ import CZstd
 final class ZstdCompressor {
     private let context: OpaquePointer
 
-    init(level: Int32, workers: Int, pledgedSize: Int64) throws(PackError) {
+    /// With a `reference` (the previous seed), the frame is a patch: the reference is its prefix, long-distance
+    /// matching finds the unchanged pages wherever they moved, and the window covers reference and content, capped
+    /// at ``ZstdDecompressor/windowLogMaximum`` so a patch never needs more memory than `unpack` allows.
+    init(level: Int32, workers: Int, pledgedSize: Int64, reference: MappedFile? = nil) throws(PackError) {
         guard let context = ZSTD_createCCtx() else { throw .compressionFailed("cannot allocate a context") }
         self.context = context
         try Self.check(ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, level))
@@ -14,6 +17,14 @@ final class ZstdCompressor {
         // A library built without threads refuses any worker count: it then compresses in this thread.
         _ = ZSTD_CCtx_setParameter(context, ZSTD_c_nbWorkers, Int32(workers))
         try Self.check(ZSTD_CCtx_setPledgedSrcSize(context, UInt64(pledgedSize)))
+        if let reference, reference.bytes.count > 0 {
+            let span = UInt64(max(reference.bytes.count, Int(pledgedSize)))
+            let needed = Int32(64 - (span | 1).leadingZeroBitCount) + 1
+            let windowLog = min(max(needed, 10), ZstdDecompressor.windowLogMaximum)
+            try Self.check(ZSTD_CCtx_setParameter(context, ZSTD_c_windowLog, windowLog))
+            try Self.check(ZSTD_CCtx_setParameter(context, ZSTD_c_enableLongDistanceMatching, 1))
+            try Self.check(ZSTD_CCtx_refPrefix(context, reference.bytes.baseAddress, reference.bytes.count))
+        }
     }
 
     deinit {
@@ -41,10 +52,15 @@ final class ZstdDecompressor {
 
     private let context: OpaquePointer
 
-    init() throws(PackError) {
+    /// With a `reference`, the frame is decoded as a patch against it (the same prefix the compressor used).
+    init(reference: MappedFile? = nil) throws(PackError) {
         guard let context = ZSTD_createDCtx() else { throw .corrupt("cannot allocate a context") }
         self.context = context
         if let code = ZstdCode(ZSTD_DCtx_setParameter(context, ZSTD_d_windowLogMax, Self.windowLogMaximum)) {
+            throw .corrupt(code.name)
+        }
+        if let reference, reference.bytes.count > 0,
+           let code = ZstdCode(ZSTD_DCtx_refPrefix(context, reference.bytes.baseAddress, reference.bytes.count)) {
             throw .corrupt(code.name)
         }
     }

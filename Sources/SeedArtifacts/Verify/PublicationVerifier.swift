@@ -60,6 +60,7 @@ struct PublicationVerifier {
         checkSeedState(connection)
         shared?.publish(audit)
         checkMigrations(connection)
+        checkCredentialResidue()
         integrity.report(into: collector, at: integrityPosition, as: .integrityCheck, failure: .integrityCheck)
     }
 
@@ -116,6 +117,23 @@ struct PublicationVerifier {
                               "\(extra.count) identifiers outside the baseline v1…v8: "
                                   + extra.sorted().joined(separator: ", "))
             }
+        }
+    }
+
+    // MARK: - Issue #20: nothing secret left in the file
+
+    /// Every byte of the file, used and free space alike, against the credential shapes of ``CredentialResidueScan``.
+    private func checkCredentialResidue() {
+        collector.evaluated(.credentialResidue)
+        guard let hits = CredentialResidueScan.scan(path: path) else {
+            collector.add(.sqliteError, "the file could not be mapped to scan it for credential residue")
+            return
+        }
+        for hit in hits {
+            collector.add(SeedFinding(
+                .credentialResidue, page: hit.page,
+                message: "\(hit.shape.rawValue) is in the file's bytes (live or deleted); a seed ships to every "
+                    + "device"))
         }
     }
 

@@ -52,6 +52,9 @@ public enum SeedCheck: String, Sendable, Hashable, CaseIterable {
     case scopeChecksumMismatch = "scope_checksum_mismatch"
     // §6 item 7.
     case migrationIdentifiers = "migration_identifiers"
+    /// A credential shape (JWT, Bearer credential, PEM private key, cloud access key) somewhere in the file, live or
+    /// in free space (issue #20); the finding names the page, never the bytes.
+    case credentialResidue = "credential_residue"
     /// SQLite failed while a publication check read the file (typically a corrupt page).
     case sqliteError = "sqlite_error"
 

@@ -17,9 +17,15 @@ public struct SeedFinding: Sendable, Hashable, CustomStringConvertible {
     public let row: Int64?
     /// What is wrong, in words (names and counts only).
     public let message: String
+    /// The 1-based page of the file, for a rule about raw bytes (``SeedCheck/credentialResidue``).
+    public let page: Int64?
 
     /// Creates a finding.
-    public init(_ check: SeedCheck, scope: String? = nil, table: String? = nil, row: Int64? = nil, message: String) {
+    public init(
+        _ check: SeedCheck, scope: String? = nil, table: String? = nil, row: Int64? = nil, page: Int64? = nil,
+        message: String
+    ) {
+        self.page = page
         self.check = check
         self.scope = scope
         self.table = table
@@ -33,11 +39,12 @@ public struct SeedFinding: Sendable, Hashable, CustomStringConvertible {
         if let scope { location.append("scope \(scope)") }
         if let table { location.append("table \(table)") }
         if let row { location.append("row \(row)") }
+        if let page { location.append("page \(page)") }
         let place = location.isEmpty ? "" : " (\(location.joined(separator: ", ")))"
         return "\(check.name)\(place): \(message)"
     }
 
-    /// `{"check":…,"message":…,"row":N|null,"scope":S|null,"table":T|null}`.
+    /// `{"check":…,"message":…,"row":N|null,"scope":S|null,"table":T|null}`, and `"page":N` when there is a page.
     public var json: JSONValue {
         .object(JSONObject([
             JSONMember("check", .string(check.name)),
@@ -45,6 +52,6 @@ public struct SeedFinding: Sendable, Hashable, CustomStringConvertible {
             JSONMember("table", table.map(JSONValue.string) ?? .null),
             JSONMember("row", row.map { .number(JSONNumber($0)) } ?? .null),
             JSONMember("message", .string(message)),
-        ]))
+        ] + (page.map { [JSONMember("page", .number(JSONNumber($0)))] } ?? [])))
     }
 }

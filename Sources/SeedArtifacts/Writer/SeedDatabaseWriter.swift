@@ -25,6 +25,9 @@ final class SeedDatabaseWriter {
             connection = try Connection(path: path)
             // Fixed by the first table created, so before the schema.
             try connection.execute("PRAGMA page_size = \(Self.pageSize)")
+            // Nothing deleted or overwritten may keep its bytes (issue #20, docs/decisions.md "Nothing secret left
+            // in a seed"): freed cells, freeblocks and freelist/overflow pages are zeroed as they are freed.
+            try connection.execute("PRAGMA secure_delete = ON")
             // The file is a temporary until verified and published: a crash leaves only the temporary.
             _ = try connection.setJournalMode(.delete)
             try connection.setSynchronous(.off)

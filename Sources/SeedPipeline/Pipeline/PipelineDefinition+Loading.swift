@@ -5,12 +5,13 @@ import SynchroServer
 
 extension PipelineDefinition {
     /// The members of the document, of `source`, and of each nested object (docs/pipelines.md lists them).
-    static let rootMembers = ["name", "source", "scopes", "page_limit", "pack", "rehearsal", "publish", "steps"]
+    static let rootMembers = ["name", "source", "scopes", "page_limit", "pack", "rehearsal", "publish", "steps", "sign"]
     static let embeddedMembers = ["dataset", "rows"]
     static let serverMembers = ["url", "operator_token_env", "user_token_env"]
     static let packMembers = ["level"]
     static let rehearsalMembers = ["user", "rebuild_compare", "app_version"]
     static let publishMembers = ["directory"]
+    static let signMembers = ["key_file", "key_env"]
 
     /// Loads and validates the pipeline file at `file`; relative paths in it are resolved against its directory and
     /// credentials are read from `environment`.
@@ -21,9 +22,11 @@ extension PipelineDefinition {
         guard let data = FileManager.default.contents(atPath: url.path) else {
             throw .unreadableFile(path: file)
         }
-        return try PipelineDefinition(
+        var definition = try PipelineDefinition(
             bytes: Array(data), baseDirectory: url.deletingLastPathComponent().path, environment: environment,
             defaultName: url.deletingPathExtension().lastPathComponent)
+        definition.file = (url.lastPathComponent, Hex.encode(SHA256.hash(Array(data))))
+        return definition
     }
 
     /// Validates a pipeline document given as bytes; relative paths are resolved against `baseDirectory`.
@@ -41,7 +44,9 @@ extension PipelineDefinition {
         let base = URL(fileURLWithPath: baseDirectory).standardizedFileURL.path
         // The steps first, because which credentials and members are required depends on them; then the required
         // members, then the optional ones. A document with several errors reports the first in this order.
-        let steps = try Self.steps(root)
+        let steps = try Self.steps(root, signs: root.has("sign"))
+        let signingKey = try Self.signingKey(
+            root, base: base, environment: environment, signs: steps.contains(.sign))
         let source = try Self.source(root, base: base, environment: environment, rehearses: steps.contains(.rehearse))
         let publishDirectory = try Self.publishDirectory(root, base: base)
         let name = try root.string("name") ?? defaultName
@@ -51,7 +56,8 @@ extension PipelineDefinition {
         let rehearsal = try Self.rehearsal(root, source: source, rehearses: steps.contains(.rehearse))
         self.init(
             name: name, baseDirectory: base, source: source, scopes: scopes, pageLimit: pageLimit,
-            packLevel: Int32(packLevel), rehearsal: rehearsal, publishDirectory: publishDirectory, steps: steps)
+            packLevel: Int32(packLevel), rehearsal: rehearsal, publishDirectory: publishDirectory, steps: steps,
+            signingKey: signingKey)
     }
 
     private static func publishDirectory(
@@ -75,8 +81,13 @@ extension PipelineDefinition {
 
     // MARK: - Members
 
-    private static func steps(_ root: PipelineMemberReader) throws(PipelineDefinitionError) -> [PipelineStep] {
-        guard let names = try root.stringList("steps") else { return PipelineStep.allCases }
+    /// The listed steps; without a list, every step, `sign` only when the file has a `sign` member.
+    private static func steps(
+        _ root: PipelineMemberReader, signs: Bool
+    ) throws(PipelineDefinitionError) -> [PipelineStep] {
+        guard let names = try root.stringList("steps") else {
+            return PipelineStep.allCases.filter { signs || $0 != .sign }
+        }
         var steps: [PipelineStep] = []
         for (index, name) in names.enumerated() {
             guard let step = PipelineStep(rawValue: name) else {
@@ -116,6 +127,27 @@ extension PipelineDefinition {
             return .server(PipelineServerSource(
                 url: try serverURL(url, member: server.member("url")), operatorToken: operatorToken,
                 userToken: userToken))
+        }
+    }
+
+    /// Exactly one of `sign.key_file` (resolved against the file's directory) or `sign.key_env`, required when the
+    /// pipeline signs. The variable is read only then.
+    private static func signingKey(
+        _ root: PipelineMemberReader, base: String, environment: [String: String], signs: Bool
+    ) throws(PipelineDefinitionError) -> PipelineSigningKey? {
+        guard let sign = try root.child("sign", allowed: Self.signMembers) else {
+            if signs { throw .missingMember(member: "sign") }
+            return nil
+        }
+        switch (sign.has("key_file"), sign.has("key_env")) {
+        case (true, true): throw .conflictingMembers(member: "sign", names: ["key_file", "key_env"])
+        case (false, false): throw .invalidValue(member: "sign", reason: "must have one member, key_file or key_env")
+        case (true, false):
+            guard let path = try sign.string("key_file") else { throw .missingMember(member: sign.member("key_file")) }
+            return signs ? .file(resolve(path, base: base)) : nil
+        case (false, true):
+            return try credential(sign, "key_env", environment: environment, needed: signs)
+                .map(PipelineSigningKey.environment)
         }
     }
 

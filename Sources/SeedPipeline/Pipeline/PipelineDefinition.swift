@@ -19,6 +19,10 @@ public struct PipelineDefinition: Sendable {
     public let publishDirectory: String
     /// The steps that run, in run order.
     public let steps: [PipelineStep]
+    /// Where the `sign` step takes the private key from; nil when the pipeline does not sign.
+    public let signingKey: PipelineSigningKey?
+    /// The pipeline file's name and SHA-256, recorded in the provenance (nil for a definition given as bytes).
+    public internal(set) var file: (name: String, sha256: String)?
 
     /// Whether `step` is part of this pipeline.
     public func runs(_ step: PipelineStep) -> Bool {
@@ -27,7 +31,8 @@ public struct PipelineDefinition: Sendable {
 
     init(
         name: String, baseDirectory: String, source: PipelineSource, scopes: [String]?, pageLimit: Int64,
-        packLevel: Int32, rehearsal: PipelineRehearsal, publishDirectory: String, steps: [PipelineStep]
+        packLevel: Int32, rehearsal: PipelineRehearsal, publishDirectory: String, steps: [PipelineStep],
+        signingKey: PipelineSigningKey?
     ) {
         self.name = name
         self.baseDirectory = baseDirectory
@@ -38,6 +43,22 @@ public struct PipelineDefinition: Sendable {
         self.rehearsal = rehearsal
         self.publishDirectory = publishDirectory
         self.steps = steps
+        self.signingKey = signingKey
+    }
+}
+
+/// Where a pipeline's signing key comes from (`sign` member): never printed, never written into an artifact.
+public enum PipelineSigningKey: Sendable, CustomStringConvertible {
+    /// A PEM file of mode 0600 (absolute path), read by the `sign` step.
+    case file(String)
+    /// An environment variable holding the PEM text, read when the definition is loaded.
+    case environment(PipelineCredential)
+
+    public var description: String {
+        switch self {
+        case .file(let path): path
+        case .environment(let credential): credential.description
+        }
     }
 }
 

@@ -16,6 +16,8 @@ public enum PipelineError: Error, Sendable, CustomStringConvertible {
     case source(SeedExportError)
     /// The embedded reference server could not start.
     case embeddedServer(String)
+    /// The publication could not be signed (the key failed, or the statement could not be encoded).
+    case signing(SigningError)
     /// A file operation on the scratch or publish directory failed.
     case io(operation: String, path: String, errno: Int32)
 
@@ -27,6 +29,7 @@ public enum PipelineError: Error, Sendable, CustomStringConvertible {
         case .publishDirectoryNotPublication: "publish_directory_not_publication"
         case .source(let error): "source.\(error.rule)"
         case .embeddedServer: "embedded_server_failed"
+        case .signing(let error): "signing.\(error.rule)"
         case .io: "io_failed"
         }
     }
@@ -35,7 +38,7 @@ public enum PipelineError: Error, Sendable, CustomStringConvertible {
     public var isInvalidInput: Bool {
         switch self {
         case .invalidDataset, .scopeNotPortable, .publishDirectoryNotPublication: true
-        case .source, .embeddedServer, .io: false
+        case .source, .embeddedServer, .signing, .io: false
         }
     }
 
@@ -45,9 +48,12 @@ public enum PipelineError: Error, Sendable, CustomStringConvertible {
         case .scopeNotPortable(let scope): "scopes: \(scope) is not a portable scope of the source"
         case .publishDirectoryNotPublication(let path, let entry):
             "\(path) holds \(entry), which is not part of a publication; the publish directory is replaced as a "
-                + "whole, so it must be empty or hold only seed.db, seed.db.zst, evidence.json and SHA256SUMS"
+                + "whole, so it must be empty or hold only seed.db, seed.db.zst, seed.db.patch.zst, evidence.json, "
+                + "SHA256SUMS and "
+                + "provenance.intoto.jsonl"
         case .source(let error): "the source failed: \(error)"
         case .embeddedServer(let message): "the embedded reference server failed: \(message)"
+        case .signing(let error): "signing failed: \(error)"
         case .io(let operation, let path, let code):
             SystemError(operation: operation, path: path, code: code).description
         }

@@ -10,9 +10,12 @@ import SystemKit
 struct PipelinePublication {
     static let seedName = "seed.db"
     static let packedName = "seed.db.zst"
+    /// The new seed as a patch against the previous publication's `seed.db` (when there was one).
+    static let patchName = "seed.db.patch.zst"
     static let evidenceName = "evidence.json"
     static let sumsName = "SHA256SUMS"
-    static let names = [seedName, packedName, evidenceName, sumsName]
+    static let signatureName = PublicationSignature.fileName
+    static let names = [seedName, packedName, patchName, evidenceName, sumsName, signatureName]
 
     /// The publish directory (absolute).
     let directory: String
@@ -40,7 +43,7 @@ struct PipelinePublication {
     func current(expected: [String]) -> (evidence: JSONValue, seed: PublishedSeed)? {
         guard let sumsBytes = FileSystem.read(path(Self.sumsName)),
               let sums = SHA256Sums(text: String(decoding: sumsBytes, as: UTF8.self)),
-              Set(sums.digests.keys) == Set(expected)
+              Set(sums.digests.keys).subtracting([Self.patchName]) == Set(expected)
         else { return nil }
         for (name, digest) in sums.digests {
             guard let actual = try? FileDigest.sha256(path: path(name)), actual.hex == digest else { return nil }
@@ -56,15 +59,22 @@ struct PipelinePublication {
     /// directory's file system) and puts it in place of the publish directory: moves the seed (and its frame) there,
     /// writes `evidence.json` from `evidence` with both artifacts' SHA-256, and `SHA256SUMS`, every file flushed;
     /// then the directories are exchanged (or `staging` renamed into place when there is no publication yet). The
-    /// previous publication ends up at `staging` and is removed.
+    /// previous publication ends up at `staging` and is removed. With a `signingKey`, the `provenance` statement
+    /// of the subjects (every file above, `SHA256SUMS` included) is signed and written as
+    /// ``PublicationSignature/fileName``.
     func publish(
-        in staging: String, seed: String, packed: String?, evidence: (_ artifacts: [SeedEvidence.Artifact]) -> JSONValue
+        in staging: String, seed: String, packed: String?, patch: String? = nil,
+        evidence: (_ artifacts: [SeedEvidence.Artifact]) -> JSONValue,
+        signingKey: Ed25519PrivateKey? = nil,
+        provenance: (_ subjects: [ProvenanceStatement.Subject]) -> ProvenanceStatement? = { _ in nil }
     ) throws(PipelineError) -> PublishedSeed {
         let assembly = try PipelineError.io { () throws(SystemError) in
             try DurableDirectory(destination: directory, staging: staging)
         }
         var artifacts: [SeedEvidence.Artifact] = []
-        for (from, name) in [(seed, Self.seedName)] + (packed.map { [($0, Self.packedName)] } ?? []) {
+        let files = [(seed, Self.seedName)] + (packed.map { [($0, Self.packedName)] } ?? [])
+            + (patch.map { [($0, Self.patchName)] } ?? [])
+        for (from, name) in files {
             try PipelineError.io { () throws(SystemError) in try assembly.adopt(from, as: name) }
             artifacts.append(try artifact(at: assembly.stagedPath(name)))
         }
@@ -81,9 +91,24 @@ struct PipelinePublication {
         guard let published = PublishedSeed(evidence: evidenceJSON, directory: directory) else {
             throw .io(operation: "read back evidence of", path: evidencePath, errno: EINVAL)
         }
+        let sumsBytes = Array(SHA256Sums(digests: digests).text.utf8)
+        var envelope: [UInt8]?
+        var subjectDigests = digests
+        subjectDigests[Self.sumsName] = Hex.encode(SHA256.hash(sumsBytes))
+        let subjects = subjectDigests.keys.sorted().map {
+            ProvenanceStatement.Subject(name: $0, sha256: subjectDigests[$0]!)
+        }
+        if let signingKey, let statement = provenance(subjects) {
+            do {
+                envelope = try PublicationSignature.envelope(statement, key: signingKey)
+            } catch {
+                throw .signing(error)
+            }
+        }
         try PipelineError.io { () throws(SystemError) in
             try assembly.write(evidenceBytes, as: Self.evidenceName)
-            try assembly.write(Array(SHA256Sums(digests: digests).text.utf8), as: Self.sumsName)
+            try assembly.write(sumsBytes, as: Self.sumsName)
+            if let envelope { try assembly.write(envelope, as: Self.signatureName) }
             try assembly.publish()
         }
         return published

@@ -68,10 +68,28 @@ extension PipelineRun {
         do {
             let report = try SeedPacker.pack(seedPath, to: packedPath, options: options)
             pack = report
+            try packPatch(level: definition.packLevel)
             return .passed(rows: nil, bytes: report.compressedBytes)
         } catch {
             return .failed(rule: error.rule, message: error.message)
         }
+    }
+
+    /// When a publication is in place, `seed.db.patch.zst`: the new seed as a patch against the published `seed.db`
+    /// (issue #20), so a device holding the previous release downloads only what changed.
+    private mutating func packPatch(level: Int32) throws(PackError) {
+        let previous = publication.path(PipelinePublication.seedName)
+        guard FileSystem.exists(previous), let digest = try? FileDigest.sha256(path: previous) else { return }
+        let report = try SeedPacker.pack(
+            seedPath, to: patchPath, options: PackOptions(level: level, patchFrom: previous))
+        // Applied once here as a device would, so a patch that does not rebuild this exact seed is never published.
+        let check = path("patch-check.db")
+        defer { try? FileManager.default.removeItem(atPath: check) }
+        var unpack = UnpackOptions(requireSQLiteDatabase: true)
+        unpack.patchFrom = previous
+        unpack.expectedSHA256 = report.uncompressedSHA256
+        _ = try SeedPacker.unpack(patchPath, to: check, options: unpack)
+        patch = (report, digest.hex)
     }
 
     /// Installs `seed.db.zst` into `device/app.db` exactly as a device does (`spec/seed-format.md` §7.1).
@@ -134,13 +152,16 @@ extension PipelineRun {
         guard let export else { return .failed(rule: "missing_export", message: "nothing was exported") }
         let timings = results.filter { $0.outcome == .passed }.map { (step: $0.step.rawValue, seconds: $0.seconds) }
         let pipeline = pipelineEvidence(source)
+        let run = self
         do {
             let seed = try publication.publish(
-                in: path("publication"), seed: seedPath, packed: definition.runs(.pack) ? packedPath : nil
-            ) { artifacts in
-                let evidence = SeedEvidence(export: export, artifacts: artifacts, timings: timings).json
-                return .object(JSONObject((evidence.objectValue?.members ?? []) + [JSONMember("pipeline", pipeline)]))
-            }
+                in: path("publication"), seed: seedPath, packed: definition.runs(.pack) ? packedPath : nil,
+                patch: patch == nil ? nil : patchPath,
+                evidence: { artifacts in
+                    let evidence = SeedEvidence(export: export, artifacts: artifacts, timings: timings).json
+                    let members = (evidence.objectValue?.members ?? []) + [JSONMember("pipeline", pipeline)]
+                    return .object(JSONObject(members))
+                }, signingKey: signingKey, provenance: { run.provenance($0, source: source) })
             published = seed
             let bytes = PipelinePublication.names.reduce(Int64(0)) { $0 + FileSystem.size(of: publication.path($1)) }
             return .passed(rows: seed.rows, bytes: bytes)
@@ -173,6 +194,12 @@ extension PipelineRun {
                     JSONMember("level", PipelineJSON.integer(Int64(definition.packLevel))),
                     JSONMember("uncompressed_bytes", PipelineJSON.integer(report.uncompressedBytes)),
                     JSONMember("compressed_bytes", PipelineJSON.integer(report.compressedBytes)),
+                ]))
+            } ?? .null),
+            JSONMember("patch", patch.map { patch in
+                .object(JSONObject([
+                    JSONMember("from_sha256", .string(patch.fromSHA256)),
+                    JSONMember("compressed_bytes", PipelineJSON.integer(patch.report.compressedBytes)),
                 ]))
             } ?? .null),
             JSONMember("rehearsal", rehearsal.map { report in

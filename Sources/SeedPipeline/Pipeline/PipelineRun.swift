@@ -18,8 +18,14 @@ struct PipelineRun {
     var export: SeedExportReport?
     var verification: SeedVerificationReport?
     var pack: PackReport?
+    /// The patch against the publication in place, and that publication's `seed.db` digest.
+    var patch: (report: PackReport, fromSHA256: String)?
     var rehearsal: RehearsalReport?
     var published: PublishedSeed?
+    /// The key the `sign` step read; the publish step signs with it.
+    var signingKey: Ed25519PrivateKey?
+    /// When the run started, for the provenance's `startedOn`.
+    let startedAt = Date()
 
     init(
         definition: PipelineDefinition, probe: PipelineSourceProbe, publication: PipelinePublication,
@@ -41,6 +47,7 @@ struct PipelineRun {
 
     var seedPath: String { path(PipelinePublication.seedName) }
     var packedPath: String { path(PipelinePublication.packedName) }
+    var patchPath: String { path(PipelinePublication.patchName) }
     var devicePath: String { path("device/app.db") }
 
     /// Starts the source, runs every listed step until one fails, and reports.
@@ -88,6 +95,7 @@ struct PipelineRun {
         case .pack: outcome = runPack()
         case .install: outcome = runInstall()
         case .rehearse: outcome = runRehearse(connection)
+        case .sign: outcome = runSign()
         case .publish: outcome = runPublish(connection.exportSource)
         }
         let seconds = PipelineRunner.seconds(since: started)

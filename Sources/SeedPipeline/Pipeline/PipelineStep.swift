@@ -10,6 +10,9 @@ public enum PipelineStep: String, Sendable, CaseIterable, Comparable {
     case install
     /// The first authenticated sync of the installed copy as the test user.
     case rehearse
+    /// The signing key (`sign.key_file` or `sign.key_env`) is read and checked, so a wrong key fails the run before
+    /// anything is published; the publish step then signs the provenance statement of the publication with it.
+    case sign
     /// The publish directory receives the new publication atomically.
     case publish
 
@@ -20,7 +23,7 @@ public enum PipelineStep: String, Sendable, CaseIterable, Comparable {
         case .verify, .pack: .export
         case .install: .pack
         case .rehearse: .install
-        case .publish: .verify
+        case .publish, .sign: .verify
         }
     }
 

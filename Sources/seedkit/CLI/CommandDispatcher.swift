@@ -20,18 +20,22 @@ enum CommandDispatcher {
           sql --db FILE [--json] SQL [ARG ...]
                                               one application SQL statement on a client store
           inspect --db FILE [--json]          a client store's sync state, without secrets
-          pack FILE [--out FILE.zst] [--level N] [--force] [--json]
-                                              compress a seed into one checksummed zstd frame
-          unpack FILE.zst [--out FILE] [--max-output-bytes N] [--force] [--json]
-                                              decompress a packed seed, refusing damage and oversize
+          pack FILE [--out FILE.zst] [--level N] [--patch-from PREVIOUS.db] [--force] [--json]
+                                              compress a seed into one checksummed zstd frame (or a patch)
+          unpack FILE.zst [--out FILE] [--max-output-bytes N] [--patch-from PREVIOUS.db] [--trusted-key PUB ...]
+                 [--force] [--json]           decompress a packed seed, refusing damage and oversize
           export --source URL --out FILE [--token-env VAR] [--scopes A,B] [--page-limit N] [--force] [--json]
                                               export a verified portable seed from a server
-          verify SEED.db[.zst] [--json]       every publication and device-installer check of a seed
-          install SEED.db[.zst] --to APP.db [--json]
+          verify SEED.db[.zst] [--trusted-key PUB ...] [--json]
+                                              every publication and device-installer check of a seed
+          keygen --out KEY [--json]           a new Ed25519 signing key (KEY mode 0600) and KEY.pub
+          sign FILE ... (--key KEY | --key-env VAR) [--force] [--json]
+                                              sign files into provenance.intoto.jsonl beside them
+          install SEED.db[.zst] --to APP.db [--trusted-key PUB ...] [--json]
                                               install a seed as a device's first database, never overwriting
           pipeline run FILE [--json] [--dry-run] [--force]
                                               export, verify, pack, install, rehearse and publish a seed
-          rehearse SEED.db[.zst] --server URL --token-env VAR [--rebuild-compare] [--json]
+          rehearse SEED.db[.zst] --server URL --token-env VAR [--rebuild-compare] [--trusted-key PUB ...] [--json]
                                               a seed's first sync on a copy installed as a device would
           help [COMMAND]                      this text, or one command's synopsis and options
           COMMAND --help                      the same for COMMAND
@@ -62,6 +66,8 @@ enum CommandDispatcher {
             case "unpack": return try UnpackCommand.run(rest)
             case "export": return try ExportCommand.run(rest)
             case "verify": return try VerifyCommand.run(rest)
+            case "keygen": return try KeygenCommand.run(rest)
+            case "sign": return try SignCommand.run(rest)
             case "install": return try InstallCommand.run(rest)
             case "pipeline": return try PipelineCommand.run(rest)
             case "rehearse": return try RehearseCommand.run(rest)

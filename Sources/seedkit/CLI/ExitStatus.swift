@@ -17,6 +17,9 @@ enum ExitStatus: Int32 {
     /// `sync`, `rebuild`, `inspect` and `sql`: another process owns the store (`store_in_use`); refused at once,
     /// nothing read or changed. The message names the owner's PID when it recorded one.
     case locked = 5
+    /// `verify`, `install`, `unpack`, `rehearse` with `--trusted-key`: the artifact is unsigned, wrongly signed,
+    /// signed by an untrusted key, or differs from what was signed; nothing else was checked or written.
+    case signatureRefused = 6
 }
 
 /// The `store_in_use` message every store-opening command prints (docs/cli.md, "One owner per store").

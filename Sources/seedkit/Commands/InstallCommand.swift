@@ -4,10 +4,11 @@ import SynchroProtocol
 /// `seedkit install SEED.db[.zst] --to APP.db [--json]`: installs a seed as a device's first database, exactly as
 /// the upstream Swift SDK's installer does, from ``SeedInstaller/install(seed:to:options:)``. Exit 0 when
 /// installed, 1 when the seed was rejected (findings printed), 2 for a wrong invocation, an unusable seed file, an
-/// existing destination (never overwritten) or a file operation that failed.
+/// existing destination (never overwritten) or a file operation that failed, 6 when `--trusted-key` is given and
+/// the signature does not hold (checked first).
 enum InstallCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(words, flags: ["json"], valued: ["to"])
+        let arguments = try Arguments(words, flags: ["json"], valued: ["to", SignatureGate.option])
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         guard let destination = arguments.values["to"], !destination.isEmpty else {
             throw Arguments.UsageError(message: "install needs --to APP.db")
@@ -15,6 +16,8 @@ enum InstallCommand {
         let seed = arguments.positionals[0]
         let asJSON = arguments.flags.contains("json")
         let console = arguments.console("install")
+        let keys = try SignatureGate.trustedKeys(arguments)
+        if let refused = SignatureGate.check(seed, keys: keys, asJSON: asJSON, console: console) { return refused }
         SeedReportOutput.describeInput(seed, console)
         console.detail("destination \(destination), published by link() only if nothing exists there")
         let start = ContinuousClock.now

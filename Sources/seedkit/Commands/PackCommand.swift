@@ -3,11 +3,12 @@ import SeedArtifacts
 import Synchronization
 import SynchroProtocol
 
-/// `seedkit pack FILE`: one zstd frame with content size and checksum, published atomically (see docs/cli.md).
+/// `seedkit pack FILE [--patch-from PREVIOUS.db]`: one zstd frame with content size and checksum, published
+/// atomically; with `--patch-from`, a patch against the previous seed, `FILE.patch.zst` (see docs/cli.md).
 enum PackCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(
-            words, flags: ["force", "json"], valued: ["out", "level", "workers", "max-output-bytes"])
+            words, flags: ["force", "json"], valued: ["out", "level", "workers", "max-output-bytes", "patch-from"])
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         let input = arguments.positionals[0]
         var options = PackOptions(overwrite: arguments.flags.contains("force"))
@@ -20,10 +21,12 @@ enum PackCommand {
             options.workers = value
         }
         if let limit = try PackOutput.byteCount(arguments, "max-output-bytes") { options.maximumOutputBytes = limit }
-        let output = arguments.values["out"] ?? input + ".zst"
+        options.patchFrom = arguments.values["patch-from"]
+        let output = arguments.values["out"] ?? input + (options.patchFrom == nil ? ".zst" : ".patch.zst")
         let display = PackOutput(
             command: "pack", input: input, json: arguments.flags.contains("json"), console: arguments.console("pack"))
         options.progress = display.progress
+        if let previous = options.patchFrom { display.console.detail("a patch against \(previous)") }
         display.console.detail("\(input) → \(output): level \(options.level), \(options.workers) worker(s), output "
             + "limit \(options.maximumOutputBytes) bytes, " + (options.overwrite ? "replacing" : "never replacing")
             + " an existing output")

@@ -64,6 +64,7 @@ private final class PipelineOutput: Sendable {
         console.detail("\(definition.name): source \(source); publish directory \(definition.publishDirectory)")
         console.detail("steps: " + definition.steps.map(\.rawValue).joined(separator: ", "))
         guard !dryRun else { return }
+        progress?.plan(definition.steps)
         progress?.preparing(definition.source.kind == "embedded"
             ? "starting the embedded reference server" : "asking the server for its export manifest")
     }
@@ -138,6 +139,8 @@ private final class PipelineProgressLine: Sendable {
     }
 
     private let state = Mutex(State())
+    /// The steps the pipeline runs, which the label numbers (`[2/6] verify`).
+    private let planned = Mutex(PipelineStep.allCases)
     /// Set once the line is cleared for good; nothing is drawn after that.
     private let finished = Mutex(false)
 
@@ -145,6 +148,10 @@ private final class PipelineProgressLine: Sendable {
         Thread.detachNewThread { [self] in
             while tick() { Thread.sleep(forTimeInterval: 0.5) }
         }
+    }
+
+    func plan(_ steps: [PipelineStep]) {
+        planned.withLock { $0 = steps }
     }
 
     func preparing(_ what: String) {
@@ -156,7 +163,8 @@ private final class PipelineProgressLine: Sendable {
         case .sourceReady:
             update { $0 = State() }
         case .stepStarted(let step):
-            update { $0 = State(label: Self.label(step), step: step) }
+            let steps = planned.withLock { $0 }
+            update { $0 = State(label: Self.label(step, of: steps), step: step) }
         case .progress(let step, let progress):
             update(throttled: true) { state in
                 guard state.step == step else { return }
@@ -207,9 +215,9 @@ private final class PipelineProgressLine: Sendable {
         Terminal.progress("\r\u{1B}[K\(line)  \(PipelineText.seconds(elapsed))")
     }
 
-    private static func label(_ step: PipelineStep) -> String {
-        let index = PipelineStep.allCases.firstIndex(of: step)! + 1
-        return "[\(index)/\(PipelineStep.allCases.count)] \(step.rawValue)"
+    private static func label(_ step: PipelineStep, of steps: [PipelineStep]) -> String {
+        let index = (steps.firstIndex(of: step) ?? 0) + 1
+        return "[\(index)/\(steps.count)] \(step.rawValue)"
     }
 
     /// `45,000/100,040 rows 44%  12,345 rows/s  ~4.45 s left`, or `12.1/33.2 MB 36%  …` for bytes.

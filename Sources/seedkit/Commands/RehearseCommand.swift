@@ -10,7 +10,8 @@ import SynchroProtocol
 enum RehearseCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(
-            words, flags: ["rebuild-compare", "json"], valued: ["server", "token-env", "page-limit", "app-version"])
+            words, flags: ["rebuild-compare", "json"],
+            valued: ["server", "token-env", "page-limit", "app-version", SignatureGate.option])
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         guard let server = arguments.values["server"], server.hasPrefix("http://") || server.hasPrefix("https://")
         else {
@@ -40,6 +41,8 @@ enum RehearseCommand {
         let json = arguments.flags.contains("json")
         let seed = arguments.positionals[0]
         let console = arguments.console("rehearse")
+        let keys = try SignatureGate.trustedKeys(arguments)
+        if let refused = SignatureGate.check(seed, keys: keys, asJSON: json, console: console) { return refused }
         console.detail("seed \(seed), installed in a new directory under \(NSTemporaryDirectory())")
         console.detail("server \(Console.displayURL(server)), credential from the variable \(variable), app version "
             + "\(options.appVersion), page limit \(options.pageLimit)"

@@ -2,16 +2,19 @@ import Foundation
 import SeedArtifacts
 import SynchroProtocol
 
-/// `seedkit verify SEED.db|SEED.db.zst [--json]`: every publication check and every device-installer check of a
-/// seed, offline, from ``SeedVerifier/verify(path:options:)``. Exit 0 when the seed passes, 1 with findings, 2 when
-/// the input is not a usable seed file or the invocation is wrong.
+/// `seedkit verify SEED.db|SEED.db.zst [--trusted-key PUB …] [--json]`: every publication check and every
+/// device-installer check of a seed, offline, from ``SeedVerifier/verify(path:options:)``. Exit 0 when the seed
+/// passes, 1 with findings, 2 when the input is not a usable seed file or the invocation is wrong, 6 when
+/// `--trusted-key` is given and the publication's signature does not hold (checked first).
 enum VerifyCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(words, flags: ["json"])
+        let arguments = try Arguments(words, flags: ["json"], valued: [SignatureGate.option])
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         let path = arguments.positionals[0]
         let asJSON = arguments.flags.contains("json")
         let console = arguments.console("verify")
+        let keys = try SignatureGate.trustedKeys(arguments)
+        if let refused = SignatureGate.check(path, keys: keys, asJSON: asJSON, console: console) { return refused }
         SeedReportOutput.describeInput(path, console)
         let start = ContinuousClock.now
         let report: SeedVerificationReport

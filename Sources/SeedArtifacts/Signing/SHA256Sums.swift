@@ -1,15 +1,15 @@
 /// The `SHA256SUMS` file of a publication, in the format `sha256sum` writes and `sha256sum -c` checks:
 /// one `<64 lowercase hex>  <name>` line per file, sorted by name.
-struct SHA256Sums: Equatable {
+public struct SHA256Sums: Sendable, Equatable {
     /// File name → lowercase hex SHA-256.
-    let digests: [String: String]
+    public let digests: [String: String]
 
-    init(digests: [String: String]) {
+    public init(digests: [String: String]) {
         self.digests = digests
     }
 
     /// Parses the text; nil when a line is not in the format or a name repeats.
-    init?(text: String) {
+    public init?(text: String) {
         var digests: [String: String] = [:]
         for line in text.split(separator: "\n", omittingEmptySubsequences: false) where !line.isEmpty {
             let characters = Array(line)
@@ -27,7 +27,7 @@ struct SHA256Sums: Equatable {
         self.digests = digests
     }
 
-    var text: String {
+    public var text: String {
         digests.keys.sorted().map { "\(digests[$0]!)  \($0)\n" }.joined()
     }
 }

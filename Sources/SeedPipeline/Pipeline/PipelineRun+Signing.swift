@@ -1,0 +1,72 @@
+import Foundation
+import SeedArtifacts
+import SynchroProtocol
+
+extension PipelineRun {
+    /// Reads and checks the signing key, so a missing, unreadable, too-open or wrong key fails the run before the
+    /// publish step; the key stays in memory only.
+    mutating func runSign() -> StepOutcome {
+        guard let source = definition.signingKey else {
+            return .failed(rule: "missing_signing_key", message: "the pipeline has no sign member")
+        }
+        do {
+            switch source {
+            case .file(let path): signingKey = try SigningKeyFile.privateKey(path: path)
+            case .environment(let credential):
+                signingKey = try Ed25519PrivateKey(pem: Array(credential.value.utf8), source: credential.description)
+            }
+            return .passed(rows: nil, bytes: nil)
+        } catch {
+            return .failed(rule: error.rule, message: error.description)
+        }
+    }
+
+    /// The provenance of this run's publication over `subjects`: an in-toto statement with SLSA v1 provenance whose
+    /// build definition names the pipeline file and its resolved inputs (`externalParameters`), and the pipeline
+    /// and dataset files by digest (`resolvedDependencies`).
+    func provenance(_ subjects: [ProvenanceStatement.Subject], source: RecordingExportSource) -> ProvenanceStatement {
+        var dependencies: [ProvenanceStatement.Subject] = []
+        if let file = definition.file {
+            dependencies.append(ProvenanceStatement.Subject(name: file.name, sha256: file.sha256))
+        }
+        if let files = probe.inputs.json.objectValue?["source"]?.objectValue?["dataset_files"]?.objectValue {
+            for member in files.members {
+                guard let digest = member.value.stringValue, digest.utf8.count == 64 else { continue }
+                dependencies.append(ProvenanceStatement.Subject(name: "dataset/\(member.key)", sha256: digest))
+            }
+        }
+        let exportIdentity: JSONValue = export.map { report in
+            .object(JSONObject([
+                JSONMember("export_id", .string(report.exportID)),
+                JSONMember("export_manifest_hash", .string(report.exportManifestHash)),
+                JSONMember("schema", .object(JSONObject([
+                    JSONMember("version", .number(JSONNumber(report.schema.version))),
+                    JSONMember("hash", .string(report.schema.hash)),
+                ]))),
+                JSONMember("scopes", .array(report.scopes.map { .string($0.id) })),
+            ]))
+        } ?? .null
+        let parameters = JSONValue.object(JSONObject([
+            JSONMember("pipeline", .object(JSONObject([
+                JSONMember("name", .string(definition.name)),
+                JSONMember("file", definition.file.map { .string($0.name) } ?? .null),
+                JSONMember("fingerprint", .string(probe.inputs.fingerprint)),
+            ]))),
+            JSONMember("inputs", probe.inputs.json),
+            JSONMember("source", .object(JSONObject([
+                JSONMember("kind", .string(definition.source.kind)),
+                JSONMember(
+                    "state",
+                    source.exportManifest.map { PipelineSourceState(export: $0, scopes: definition.scopes).json }
+                        ?? .null),
+            ]))),
+            JSONMember("export", exportIdentity),
+            JSONMember("levels", .object(JSONObject([
+                JSONMember("pack", definition.runs(.pack) ? PipelineJSON.integer(Int64(definition.packLevel)) : .null),
+            ]))),
+        ]))
+        return ProvenanceStatement(
+            subjects: subjects, buildType: ProvenanceStatement.pipelineBuildType, externalParameters: parameters,
+            dependencies: dependencies, started: startedAt, finished: Date())
+    }
+}
