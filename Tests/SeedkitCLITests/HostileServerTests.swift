@@ -94,4 +94,23 @@ struct HostileServerTests {
         #expect(run.stderrText.contains("response_too_many_values"), "\(run.stderrText)")
         #expect(peakKiB > 0 && peakKiB < 200_000, "peak \(peakKiB) KiB")
     }
+
+    @Test("a bearer over http:// to a host that is not this machine: a warning, and --require-tls refuses")
+    func plainBearerToAnotherHost() throws {
+        let directory = try TemporaryDirectory()
+        // `rebuild` of a store that does not exist stops before sending anything, after the warning.
+        let base = ["rebuild", "--db", directory.path("missing.db"), "--token", "t-plain-secret"]
+        let remote = try SeedkitProcess.run(base + ["--server", "http://192.0.2.7:8080"])
+        #expect(remote.stderrText.contains("sent unencrypted over http://"), "\(remote.stderrText)")
+        #expect(!remote.stderrText.contains("t-plain-secret"))
+        let refused = try SeedkitProcess.run(base + ["--server", "http://192.0.2.7:8080", "--require-tls"])
+        #expect(refused.status == 2)
+        #expect(refused.stderrText.contains("--require-tls"), "\(refused.stderrText)")
+        for loopback in ["http://127.0.0.1:8080", "http://localhost:8080", "http://[::1]:8080", "https://192.0.2.7"] {
+            let quiet = try SeedkitProcess.run(base + ["--server", loopback, "--require-tls"])
+            #expect(!quiet.stderrText.contains("unencrypted"), "\(loopback): \(quiet.stderrText)")
+            #expect(!quiet.stderrText.contains("--require-tls"), "\(loopback): \(quiet.stderrText)")
+        }
+    }
 }
+
