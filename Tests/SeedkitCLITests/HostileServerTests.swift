@@ -35,12 +35,7 @@ struct HostileServerTests {
 
     /// `[0,0,…,0]` of about `octets` octets.
     static func zeros(_ octets: Int) -> [UInt8] {
-        var body = [UInt8]()
-        body.reserveCapacity(octets + 2)
-        body.append(UInt8(ascii: "["))
-        for _ in 0..<(octets / 2) { body.append(contentsOf: [UInt8(ascii: "0"), UInt8(ascii: ",")]) }
-        body.append(contentsOf: [UInt8(ascii: "0"), UInt8(ascii: "]")])
-        return body
+        Array(("[" + String(repeating: "0,", count: octets / 2) + "0]").utf8)
     }
 
     /// `body` compressed by the system's gzip (a 64 MiB run of `0,` compresses to about 65 KB).
