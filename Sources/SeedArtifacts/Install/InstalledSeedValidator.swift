@@ -99,7 +99,8 @@ struct InstalledSeedValidator {
             step("re-reading the materialized rows") {
                 audit = try SeedRowAudit(
                     connection: connection, manifest: schema.manifest, knownScopes: Set(scopes.map(\.id)),
-                    checks: .installer, reopen: { [copy, meter = collector.meter] in try copy.openReadOnly(meter: meter) }
+                    checks: .installer,
+                    reopen: { [copy, meter = collector.meter] in try copy.openReadOnly(meter: meter) }
                 ).run(into: collector)
             }
         }

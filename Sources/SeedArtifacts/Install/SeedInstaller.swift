@@ -19,7 +19,8 @@ public struct SeedInstallOptions: Sendable {
     /// The defaults: unpack next to the destination, 4 GiB unpack limit, 20 findings per check, random UUIDs.
     public init(
         temporaryDirectory: String? = nil, maximumUnpackedBytes: Int64 = PackOptions.defaultMaximumOutputBytes,
-        maximumFindingsPerCheck: Int = 20, uuids: UUIDSource = .random, budget: VerificationBudget = VerificationBudget()
+        maximumFindingsPerCheck: Int = 20, uuids: UUIDSource = .random,
+        budget: VerificationBudget = VerificationBudget()
     ) {
         self.budget = budget
         self.temporaryDirectory = temporaryDirectory

@@ -188,7 +188,8 @@ extension PublicationVerifier {
                     collector.add(.triggerMissing, table: table.tableName, "trigger \(name) is missing")
                     continue
                 }
-                if trigger.table != table.tableName || SeedSchemaGate.trimmedSQL(trigger.sql) != SeedSchemaGate.trimmedSQL(sql) {
+                if trigger.table != table.tableName
+                    || SeedSchemaGate.trimmedSQL(trigger.sql) != SeedSchemaGate.trimmedSQL(sql) {
                     collector.add(.triggerSQL, table: table.tableName,
                                   "trigger \(name) differs from the legacy capture trigger generator's text")
                 }
