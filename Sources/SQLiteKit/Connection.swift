@@ -32,6 +32,7 @@ public final class Connection {
     var commitHookBox: CommitHookBox?
     var rollbackHookBox: RollbackHookBox?
     var walHookBox: WALHookBox?
+    var progressHandlerBox: ProgressHandlerBox?
 
     /// Opens `path` in `mode`; with `uri`, `path` may be a `file:` URI with query parameters (`?mode=ro`,
     /// `?immutable=1`). Extended result codes are enabled.
@@ -83,10 +84,12 @@ public final class Connection {
         sqlite3_commit_hook(database, nil, nil)
         sqlite3_rollback_hook(database, nil, nil)
         sqlite3_wal_hook(database, nil, nil)
+        sqlite3_progress_handler(database, 0, nil, nil)
         authorizerBox = nil
         commitHookBox = nil
         rollbackHookBox = nil
         walHookBox = nil
+        progressHandlerBox = nil
         // close_v2 defers the real close until statements held elsewhere are finalized; functions' destructors
         // run then.
         sqlite3_close_v2(database)

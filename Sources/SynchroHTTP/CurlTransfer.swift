@@ -16,7 +16,7 @@ final class CancellationFlag: Sendable {
 /// What one `curl_easy_perform` collects. Only the transferring thread touches it; libcurl's callbacks
 /// reach it through `Unmanaged`.
 final class CurlTransfer {
-    private let limit: Int
+    let limit: Int
     private let cancellations: [CancellationFlag]
     private(set) var status = 0
     private(set) var headers: [HTTPHeader] = []
@@ -29,6 +29,16 @@ final class CurlTransfer {
     }
 
     var isCancelled: Bool { cancellations.contains { $0.isRaised } }
+
+    /// Takes the count of octets received on the wire so far (before content decoding); `false` once it passes
+    /// the limit.
+    func receivedOnWire(_ octets: Int64) -> Bool {
+        guard octets <= Int64(limit) else {
+            exceededLimit = true
+            return false
+        }
+        return true
+    }
 
     /// Takes one header line as libcurl delivers it, CRLF included. A status line starts a new header
     /// block, so fields of an interim `100 Continue` never reach the response.
@@ -66,7 +76,8 @@ final class CurlTransfer {
 
     private func error(for code: CURLcode) -> TransportError {
         switch code {
-        case CURLE_WRITE_ERROR where exceededLimit, CURLE_FILESIZE_EXCEEDED:
+        case CURLE_WRITE_ERROR where exceededLimit, CURLE_ABORTED_BY_CALLBACK where exceededLimit,
+            CURLE_FILESIZE_EXCEEDED:
             return .tooLarge(limit: limit)
         case CURLE_ABORTED_BY_CALLBACK:
             return .cancelled
@@ -122,8 +133,9 @@ extension CurlTransfer {
 
     /// libcurl calls this many times a second while sending or receiving and at least once a second
     /// while waiting, so cancellation takes effect within about a second.
-    static let progress: curl_xferinfo_callback = { closure, _, _, _, _ in
+    static let progress: curl_xferinfo_callback = { closure, _, received, _, _ in
         guard let closure else { return 0 }
-        return Unmanaged<CurlTransfer>.fromOpaque(closure).takeUnretainedValue().isCancelled ? 1 : 0
+        let transfer = Unmanaged<CurlTransfer>.fromOpaque(closure).takeUnretainedValue()
+        return transfer.isCancelled || !transfer.receivedOnWire(Int64(received)) ? 1 : 0
     }
 }

@@ -93,7 +93,8 @@ public final class CurlTransport: HTTPTransport, Sendable {
                 }
                 list = extended
             }
-            let transfer = CurlTransfer(limit: configuration.maximumResponseBytes, cancellations: flags)
+            let limit = min(request.maximumResponseBytes ?? .max, configuration.maximumResponseBytes)
+            let transfer = CurlTransfer(limit: limit, cancellations: flags)
             let code = request.body.withUnsafeBytes { body in
                 withExtendedLifetime(transfer) {
                     // A reset keeps the connection cache but clears every option of the previous request.
@@ -124,7 +125,9 @@ public final class CurlTransport: HTTPTransport, Sendable {
         options.set(CURLOPT_TIMEOUT_MS, configuration.totalTimeout.roundedUpMilliseconds)
         // The empty string offers every encoding this libcurl can decode and turns decoding on.
         options.set(CURLOPT_ACCEPT_ENCODING, "")
-        options.set(CURLOPT_MAXFILESIZE_LARGE, offset: configuration.maximumResponseBytes)
+        // A declared Content-Length over the limit fails before the body; the octets received on the wire (before
+        // decoding) are counted by the progress callback and the decoded ones by the write callback.
+        options.set(CURLOPT_MAXFILESIZE_LARGE, offset: transfer.limit)
         options.set(CURLOPT_SSL_VERIFYPEER, 1)
         options.set(CURLOPT_SSL_VERIFYHOST, 2)
         if let caFile = configuration.caFile { options.set(CURLOPT_CAINFO, caFile) }

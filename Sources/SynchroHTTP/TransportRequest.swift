@@ -20,6 +20,10 @@ public struct TransportRequest: Sendable, Hashable {
     public var headers: HTTPHeaders
     /// The body octets; sent for POST only.
     public var body: [UInt8]
+    /// A bound on this reply's body below the transport's ``CurlTransport/Configuration/maximumResponseBytes``
+    /// (a route whose replies are small), applied on the wire before decoding and to the decoded body; nil for
+    /// the transport's bound.
+    public var maximumResponseBytes: Int?
 
     /// A request with the given parts.
     public init(method: Method, path: String, headers: HTTPHeaders = [], body: [UInt8] = []) {

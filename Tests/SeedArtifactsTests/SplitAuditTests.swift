@@ -23,7 +23,7 @@ struct SplitAuditTests {
     }
 
     static func audit(_ seed: String, split: Bool, limit: Int = 20) throws -> Recorded {
-        let connection = try SeedFileProbe.openImmutable(seed)
+        let connection = try SeedFileProbe.openImmutable(seed, meter: BudgetMeter(VerificationBudget()))
         defer { connection.close() }
         let text = try connection.scalar(
             "SELECT value FROM _synchro_meta WHERE key = ?1", [.text(MetaKey.schemaManifest.rawValue)])?.textValue
@@ -32,7 +32,7 @@ struct SplitAuditTests {
         var audit = SeedRowAudit(connection: connection, manifest: manifest, knownScopes: Set(scopes),
                                  checks: .publication)
         if split {
-            audit.reopen = { try SeedFileProbe.openImmutable(seed) }
+            audit.reopen = { try SeedFileProbe.openImmutable(seed, meter: BudgetMeter(VerificationBudget())) }
             audit.splitMinimumRows = 2
             audit.splitMaximumRows = Int.max
         }

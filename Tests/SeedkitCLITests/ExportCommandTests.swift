@@ -45,6 +45,20 @@ import _SeedkitTestSupport
         #expect(try export(["--force"]).status == 0)
     }
 
+    /// A file at the evidence path that no export of this output wrote is kept and reported (issue #19).
+    @Test func anEvidenceFileExportDidNotWriteIsKeptWithoutForce() throws {
+        let evidence = directory.path("seed.db.evidence.json")
+        let foreign = Data("someone else's notes\n".utf8)
+        try foreign.write(to: URL(fileURLWithPath: evidence))
+        let refused = try export()
+        #expect(refused.status == 2)
+        #expect(refused.stderrText.contains("evidence_exists"), "\(refused.stderrText)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: evidence)) == foreign)
+        #expect(!FileManager.default.fileExists(atPath: directory.path("seed.db")))
+        #expect(try export(["--force"]).status == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: evidence)) != foreign)
+    }
+
     @Test func usageErrorsExitWithStatusTwo() throws {
         #expect(try export(token: nil).status == 2)
         #expect(try export(["--page-limit", "0"]).status == 2)

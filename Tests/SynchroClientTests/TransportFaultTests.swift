@@ -79,11 +79,11 @@ struct TransportFaultTests {
         transport = ScriptedTransport(base: CycleTransport(server: fixture.server))
     }
 
-    func cycle(maxAttempts: Int = 5) -> SyncCycle {
+    func cycle(maxAttempts: Int = 5, maxPages: Int = 100_000) -> SyncCycle {
         let (store, clock, waits, base) = (fixture.store, clock, waits, transport.base)
         return SyncCycle(
             context: fixture.context(over: transport),
-            configuration: .init(retry: SyncRetryPolicy(maxAttempts: maxAttempts)),
+            configuration: .init(retry: SyncRetryPolicy(maxAttempts: maxAttempts), maxPages: maxPages),
             delay: { delay in
                 waits.append(Wait(delay: delay, record: (try? store.backoff()) ?? nil, requests: base.paths.count))
                 clock.advance(by: delay)
@@ -222,5 +222,23 @@ struct TransportFaultTests {
         ) {
             try cycle().run()
         }
+    }
+
+    @Test("a server that always answers has_more: the pull stops at the page cap with page_limit")
+    func endlessPull() throws {
+        _ = try cycle().run()
+        transport.rewriting { path, json in
+            guard path == "/sync/pull", let object = json.objectValue else { return json }
+            // A non-terminal page carries no checksums.
+            return .object(JSONObject(object.members.filter { $0.key != "checksums" }.map { member in
+                member.key == "has_more" ? JSONMember("has_more", .bool(true)) : member
+            }))
+        }
+        let pullsBefore = transport.base.paths.filter { $0 == "/sync/pull" }.count
+        #expect(throws: SyncCycleError.pageLimit(phase: .pull, pages: 7)) {
+            try cycle(maxPages: 7).run()
+        }
+        #expect(transport.base.paths.filter { $0 == "/sync/pull" }.count - pullsBefore == 7)
+        #expect(SyncCycleError.pageLimit(phase: .pull, pages: 7).code == "page_limit")
     }
 }

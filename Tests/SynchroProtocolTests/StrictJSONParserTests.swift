@@ -368,6 +368,22 @@ struct StrictJSONParserTests {
 
     // MARK: Limits
 
+    @Test("a value budget counts every value at any depth and stops the parse at the first one past it")
+    func boundsValueCount() throws {
+        // `[0,0,0]` is four values (the array and three numbers); `{"a":[1]}` three (names are not values).
+        #expect(try parse("[0,0,0]", limits: JSONLimits(maxValues: 4)).arrayValue?.count == 3)
+        #expect(parseError(Array("[0,0,0]".utf8), limits: JSONLimits(maxValues: 3))
+                == JSONParseError(.valueLimitExceeded, at: 5))
+        #expect(try parse(#"{"a":[1]}"#, limits: JSONLimits(maxValues: 3)).objectValue != nil)
+        #expect(parseError(Array(#"{"a":[1]}"#.utf8), limits: JSONLimits(maxValues: 2))
+                == JSONParseError(.valueLimitExceeded, at: 6))
+        // A wide body: two octets per value. The parse stops at the budget, long before the end.
+        let wide = Array(("[" + String(repeating: "0,", count: 1_000_000) + "0]").utf8)
+        #expect(parseError(wide, limits: JSONLimits(maxValues: 1000))
+                == JSONParseError(.valueLimitExceeded, at: 1999))
+        #expect(try StrictJSONParser().parse(wide).arrayValue?.count == 1_000_001)
+    }
+
     @Test("nesting up to maxDepth is accepted; the container at maxDepth + 1 is rejected at its bracket")
     func boundsDepth() throws {
         for maxDepth in [1, 4, 128] {

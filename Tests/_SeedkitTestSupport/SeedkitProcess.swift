@@ -26,6 +26,39 @@ public struct SeedkitProcess {
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
     }
 
+    /// Runs `seedkit arguments…` under GNU time (`/usr/bin/time -f %M`), which waits for it with `wait4` and
+    /// prints its peak resident memory in KiB as the last line of standard error; that line is removed from the
+    /// outcome. `peakKiB` is 0 when the line is missing.
+    public static func runMeasured(_ arguments: [String]) throws -> (outcome: Outcome, peakKiB: Int) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/time")
+        process.arguments = ["-f", "%M", executable.path] + arguments
+        let output = Pipe(), errors = Pipe()
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let collected = CollectedOutput()
+        let group = DispatchGroup()
+        for (pipe, isStdout) in [(output, true), (errors, false)] {
+            group.enter()
+            DispatchQueue.global().async {
+                let data = pipe.fileHandleForReading.readDataToEndOfFile()
+                collected.store(Array(data), stdout: isStdout)
+                group.leave()
+            }
+        }
+        group.wait()
+        process.waitUntilExit()
+        let (out, err) = collected.values
+        var lines = String(decoding: err, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        while lines.last == "" { lines.removeLast() }
+        let peak = lines.last.flatMap { Int($0) } ?? 0
+        if peak > 0 { lines.removeLast() }
+        let stderr = Array(lines.joined(separator: "\n").utf8)
+        return (Outcome(status: process.terminationStatus, stdout: out, stderr: stderr), peak)
+    }
+
     /// Runs `seedkit arguments…` with `stdin` as standard input and `environment` added to this process's.
     public static func run(
         _ arguments: [String], stdin: [UInt8] = [], environment: [String: String] = [:]

@@ -1,4 +1,5 @@
 import Foundation
+import SynchroProtocol
 import SystemKit
 
 /// The output side of an export (`spec/seed-format.md` §5 steps 2 and 20; docs/cli.md, "seedkit export"): the
@@ -43,8 +44,9 @@ struct SeedExportPublication {
         }
     }
 
-    /// Publishes `bytes` as the evidence, replacing an earlier one: a kill before the seed's publication leaves
-    /// evidence without its seed, which the next export replaces.
+    /// Publishes `bytes` as the evidence. Without `overwrite` it replaces only an orphan of an interrupted export
+    /// (``checkDestination()``): a kill before the seed's publication leaves evidence without its seed, which the
+    /// next export replaces.
     func publishEvidence(_ bytes: [UInt8]) throws(SeedExportError) {
         try checkDestination()
         do {
@@ -72,7 +74,30 @@ struct SeedExportPublication {
             throw .output(rule: "sidecar_present", path: output + suffix)
         }
         if !overwrite && FileSystem.exists(output) { throw .output(rule: "output_exists", path: output) }
+        if !overwrite && FileSystem.exists(evidencePath) && !isOrphanEvidence() {
+            throw .output(rule: "evidence_exists", path: evidencePath)
+        }
     }
+
+    /// Whether the file at the evidence path is evidence an export of this output wrote and whose seed was never
+    /// published (the output does not exist): a seedkit evidence object naming the output's file as its artifact.
+    /// Anything else there is someone else's file, replaced only with `--force` (issue #19).
+    private func isOrphanEvidence() -> Bool {
+        guard !FileSystem.exists(output),
+              let handle = FileHandle(forReadingAtPath: evidencePath),
+              let data = try? handle.read(upToCount: Self.maximumEvidenceBytes + 1)
+        else { return false }
+        try? handle.close()
+        guard data.count <= Self.maximumEvidenceBytes,
+              let evidence = (try? StrictJSONParser().parse(Array(data)))?.objectValue,
+              evidence["seedkit_version"]?.stringValue != nil,
+              let artifact = evidence["artifacts"]?.arrayValue?.first?.objectValue
+        else { return false }
+        return artifact["name"]?.stringValue == URL(fileURLWithPath: output).lastPathComponent
+    }
+
+    /// Evidence is a few kilobytes (one entry per scope); a larger file at its path is not one.
+    private static let maximumEvidenceBytes = 16 << 20
 }
 
 extension SeedExportError {

@@ -25,7 +25,7 @@ extension InstalledSeedValidator {
         {
             return
         }
-        let full = seed == nil ? task : IntegrityCheckTask(copy)
+        let full = seed == nil ? task : IntegrityCheckTask(copy, meter: collector.meter)
         full.report(into: collector, at: position, as: .installerIntegrityCheck, failure: .installerSQLiteError)
     }
 

@@ -55,7 +55,7 @@ struct InstalledSeedValidator {
                             .installerReceipt, .installerScope, .installerScopeDigest)
         let connection: Connection
         do {
-            connection = try copy.openReadOnly()
+            connection = try copy.openReadOnly(meter: collector.meter)
         } catch {
             collector.add(.installerSQLiteError, "the migrated copy cannot be opened: \(error.codeName)")
             return
@@ -63,7 +63,7 @@ struct InstalledSeedValidator {
         defer { connection.close() }
         // Item 1 runs concurrently with items 2–15; its finding is listed first. Alongside the publication checks
         // it starts as a `quick_check` (see ``reportIntegrity(_:coveredTables:at:)``).
-        let integrity = IntegrityCheckTask(copy, scope: seed == nil ? .full : .quick)
+        let integrity = IntegrityCheckTask(copy, scope: seed == nil ? .full : .quick, meter: collector.meter)
         let integrityPosition = collector.listed
         let pages = seed.flatMap { pageIdentity(seed: $0.path, connection) }
         var coveredTables: Set<String>?
@@ -99,7 +99,8 @@ struct InstalledSeedValidator {
             step("re-reading the materialized rows") {
                 audit = try SeedRowAudit(
                     connection: connection, manifest: schema.manifest, knownScopes: Set(scopes.map(\.id)),
-                    checks: .installer, reopen: { [copy] in try copy.openReadOnly() }
+                    checks: .installer,
+                    reopen: { [copy, meter = collector.meter] in try copy.openReadOnly(meter: meter) }
                 ).run(into: collector)
             }
         }

@@ -13,12 +13,16 @@ public struct SeedInstallOptions: Sendable {
     public var maximumFindingsPerCheck: Int
     /// The UUID of the temporary name `.<name>.seed-<UUID>`.
     public var uuids: UUIDSource
+    /// The time and SQLite work the checks may take before the seed is refused with `budget_exceeded`.
+    public var budget: VerificationBudget
 
     /// The defaults: unpack next to the destination, 4 GiB unpack limit, 20 findings per check, random UUIDs.
     public init(
         temporaryDirectory: String? = nil, maximumUnpackedBytes: Int64 = PackOptions.defaultMaximumOutputBytes,
-        maximumFindingsPerCheck: Int = 20, uuids: UUIDSource = .random
+        maximumFindingsPerCheck: Int = 20, uuids: UUIDSource = .random,
+        budget: VerificationBudget = VerificationBudget()
     ) {
+        self.budget = budget
         self.temporaryDirectory = temporaryDirectory
         self.maximumUnpackedBytes = maximumUnpackedBytes
         self.maximumFindingsPerCheck = maximumFindingsPerCheck
@@ -62,7 +66,7 @@ public enum SeedInstaller {
         let staged = SeedStaging.stagedPath(nextTo: destination, uuid: options.uuids.next())
         let verification = SeedVerificationOptions(
             expectedSnapshotComplete: 1, includeInstallerChecks: true,
-            maximumFindingsPerCheck: options.maximumFindingsPerCheck)
+            maximumFindingsPerCheck: options.maximumFindingsPerCheck, budget: options.budget)
         do throws(SeedInstallError) {
             let run = SeedCheckRun.run(seed: source.databasePath, staged: .file(staged), options: verification)
             if let failure = run.stagingFailure {

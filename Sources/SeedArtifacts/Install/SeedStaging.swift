@@ -96,7 +96,7 @@ enum SeedStaging {
         }
         defer { holder.close() }
         do {
-            let source = try SeedFileProbe.openImmutable(seed)
+            let source = try SeedFileProbe.openImmutable(seed, meter: collector.meter)
             defer { source.close() }
             // The backup reads each page once: a page cache on either side would only be allocated and filled.
             try source.execute("PRAGMA cache_size = 16")
@@ -118,7 +118,12 @@ enum SeedStaging {
     private static func migrate(_ path: String, collector: FindingCollector) -> Bool {
         collector.evaluated(.installerOpen)
         do {
-            _ = try StoreFile.migrate(path: path)
+            // The seed passed the schema gate (``SeedSchemaGate``): its only triggers are the generator's capture
+            // triggers, which keep firing as on a device; views and untrusted functions stay off, and the
+            // migration counts against the verification's budget.
+            _ = try StoreFile.migrate(path: path) { connection throws(SQLiteError) in
+                try collector.meter.guardConnection(connection, triggers: true)
+            }
             return true
         } catch {
             collector.add(.installerOpen, "the client store cannot open and migrate the seed: \(error.rule): \(error)")
@@ -213,12 +218,14 @@ enum StagedCopy: Sendable {
     /// An in-memory database (``SeedStaging/Target/memory(name:fallback:)``), opened read-only by its URI.
     case memory(uri: String)
 
-    func openReadOnly() throws(SQLiteError) -> Connection {
+    /// A read connection guarded by `meter` (``BudgetMeter/guardConnection(_:triggers:)``).
+    func openReadOnly(meter: BudgetMeter) throws(SQLiteError) -> Connection {
         switch self {
         case .file(let path):
-            return try SeedFileProbe.openImmutable(path)
+            return try SeedFileProbe.openImmutable(path, meter: meter)
         case .memory(let uri):
             let connection = try Connection(path: uri, mode: .readOnly, uri: true)
+            try meter.guardConnection(connection)
             try connection.execute("PRAGMA cache_size = -16384")
             return connection
         }

@@ -9,9 +9,12 @@ final class FindingCollector {
     private var evaluated: Set<SeedCheck> = []
     /// Findings listed per check.
     let limit: Int
+    /// The verification's budget, which every connection the checks open counts against.
+    let meter: BudgetMeter
 
-    init(limit: Int) {
+    init(limit: Int, meter: BudgetMeter = BudgetMeter(VerificationBudget())) {
         self.limit = max(limit, 1)
+        self.meter = meter
     }
 
     /// Records that `checks` ran, whether or not they found anything.

@@ -9,15 +9,15 @@ final class IntegrityCheckTask: Sendable {
     private let outcome: Eventual<Result<[String], SQLiteError>>
 
     /// Starts checking the file at `path`.
-    convenience init(path: String) {
-        self.init(.file(path))
+    convenience init(path: String, meter: BudgetMeter) {
+        self.init(.file(path), meter: meter)
     }
 
     /// Starts the check `scope` of `database` on a read-only connection of its own.
-    init(_ database: StagedCopy, scope: Connection.IntegrityCheckScope = .full) {
+    init(_ database: StagedCopy, scope: Connection.IntegrityCheckScope = .full, meter: BudgetMeter) {
         outcome = Eventual(onThread: {
             do throws(SQLiteError) {
-                let connection = try database.openReadOnly()
+                let connection = try database.openReadOnly(meter: meter)
                 defer { connection.close() }
                 try connection.execute("PRAGMA cache_size = -\(Self.cacheKiB)")
                 return .success(try connection.integrityCheck(scope))

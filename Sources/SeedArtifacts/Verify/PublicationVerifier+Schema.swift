@@ -188,7 +188,8 @@ extension PublicationVerifier {
                     collector.add(.triggerMissing, table: table.tableName, "trigger \(name) is missing")
                     continue
                 }
-                if trigger.table != table.tableName || trimmed(trigger.sql) != trimmed(sql) {
+                if trigger.table != table.tableName
+                    || SeedSchemaGate.trimmedSQL(trigger.sql) != SeedSchemaGate.trimmedSQL(sql) {
                     collector.add(.triggerSQL, table: table.tableName,
                                   "trigger \(name) differs from the legacy capture trigger generator's text")
                 }
@@ -197,13 +198,5 @@ extension PublicationVerifier {
         for (name, trigger) in stored.sorted(by: { $0.key < $1.key }) where !expectedNames.contains(name) {
             collector.add(.unexpectedTrigger, table: trigger.table, "trigger \(name) is not a seed capture trigger")
         }
-    }
-
-    private func trimmed(_ text: String) -> Substring {
-        let scalars = text.unicodeScalars
-        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
-              let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
-        else { return "" }
-        return Substring(scalars[first...last])
     }
 }

@@ -37,7 +37,7 @@ extension PublicationVerifier {
         collector.guarding("re-reading the materialized rows", as: .sqliteError) {
             audit = try SeedRowAudit(
                 connection: connection, manifest: manifest, knownScopes: Set(scopes.map(\.id)), checks: .publication,
-                reopen: { [path] in try SeedFileProbe.openImmutable(path) }
+                reopen: { [path, meter = collector.meter] in try SeedFileProbe.openImmutable(path, meter: meter) }
             ).run(into: collector)
         }
         guard let audit else { return }

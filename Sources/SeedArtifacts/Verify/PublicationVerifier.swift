@@ -24,11 +24,15 @@ struct PublicationVerifier {
     /// Where the row audit and the integrity check are handed to the installer checks.
     let shared: PublicationHandoff?
 
-    init(path: String, options: SeedVerificationOptions, shared: PublicationHandoff? = nil) {
+    init(
+        path: String, options: SeedVerificationOptions, shared: PublicationHandoff? = nil,
+        meter: BudgetMeter? = nil
+    ) {
         self.path = path
         self.options = options
         self.shared = shared
-        collector = FindingCollector(limit: options.maximumFindingsPerCheck)
+        collector = FindingCollector(
+            limit: options.maximumFindingsPerCheck, meter: meter ?? BudgetMeter(options.budget))
     }
 
     /// Runs every check; the findings are in `collector`. The integrity check and the row audit are handed to
@@ -40,7 +44,7 @@ struct PublicationVerifier {
         }
         let connection: Connection
         do {
-            connection = try SeedFileProbe.openImmutable(path)
+            connection = try SeedFileProbe.openImmutable(path, meter: collector.meter)
         } catch {
             collector.add(.sqliteError, "the seed cannot be opened read-only: \(error.codeName): \(error.message)")
             shared?.publish(nil)
@@ -49,7 +53,7 @@ struct PublicationVerifier {
         }
         defer { connection.close() }
         collector.evaluated(.integrityCheck)
-        let integrity = IntegrityCheckTask(path: path)
+        let integrity = IntegrityCheckTask(path: path, meter: collector.meter)
         shared?.publish(integrityCheck: integrity)
         let integrityPosition = collector.listed
         readMeta(connection)

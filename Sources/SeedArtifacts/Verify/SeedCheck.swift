@@ -4,6 +4,10 @@
 /// `installer_*` checks are the device installer's validation of §7.1 on a copy migrated by the client store.
 /// docs/seed-verification.md lists every check in the order it runs.
 public enum SeedCheck: String, Sendable, Hashable, CaseIterable {
+    // Before everything: schema objects that would run the seed's own code (views, virtual tables, triggers other
+    // than the capture triggers), and the verification's work budget.
+    case executableSchema = "executable_schema"
+    case budgetExceeded = "budget_exceeded"
     // §6 item 1: files next to the seed.
     case sidecarPresent = "sidecar_present"
     // §6 item 2.

@@ -89,8 +89,12 @@ enum SeedFileProbe {
     /// verifier's memory grow with the seed (issue #5) while reading through the cache keeps it at the cache size.
     /// 2 MiB: the checks scan the tables in order, and a larger cache only costs its allocation (16 MiB took about
     /// 9 ms more CPU per verify of the 100,040-row seed).
-    static func openImmutable(_ path: String) throws(SQLiteError) -> Connection {
+    ///
+    /// The connection is guarded by `meter` (``BudgetMeter/guardConnection(_:triggers:)``): the seed's views cannot
+    /// be read, and every statement counts against the verification's budget.
+    static func openImmutable(_ path: String, meter: BudgetMeter) throws(SQLiteError) -> Connection {
         let connection = try Connection(path: immutableURI(path), mode: .readOnly, uri: true)
+        try meter.guardConnection(connection)
         try connection.execute("PRAGMA mmap_size = 0; PRAGMA cache_size = -2048")
         return connection
     }

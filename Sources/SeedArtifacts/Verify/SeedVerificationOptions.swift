@@ -14,12 +14,16 @@ public struct SeedVerificationOptions: Sendable {
     public var maximumFindingsPerCheck: Int
     /// A `.zst` seed may unpack to at most this many bytes.
     public var maximumUnpackedBytes: Int64
+    /// The time and SQLite work the whole verification may take (`budget_exceeded` beyond).
+    public var budget: VerificationBudget
 
     /// Options for a published seed: every check, `snapshot_complete = 1`.
     public init(
         expectedSnapshotComplete: Int = 1, includeInstallerChecks: Bool = true, temporaryDirectory: String? = nil,
-        maximumFindingsPerCheck: Int = 20, maximumUnpackedBytes: Int64 = PackOptions.defaultMaximumOutputBytes
+        maximumFindingsPerCheck: Int = 20, maximumUnpackedBytes: Int64 = PackOptions.defaultMaximumOutputBytes,
+        budget: VerificationBudget = VerificationBudget()
     ) {
+        self.budget = budget
         self.expectedSnapshotComplete = expectedSnapshotComplete
         self.includeInstallerChecks = includeInstallerChecks
         self.temporaryDirectory = temporaryDirectory

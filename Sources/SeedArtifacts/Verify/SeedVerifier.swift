@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import SQLiteKit
 import Synchronization
 
 /// Verifies a seed database offline (`spec/seed-format.md`): first every publication check of the exporter (§6)
@@ -68,13 +69,20 @@ enum SeedCheckRun {
         var failure: SeedStaging.IOFailure?
     }
 
+    ///
+    /// The schema gate (``SeedSchemaGate``) runs first: a seed carrying code of its own is not migrated. Every
+    /// connection counts against one ``BudgetMeter``; when it runs out, the findings of the statements it stopped
+    /// give way to one `budget_exceeded` finding.
     static func run(seed: String, staged: SeedStaging.Target?, options: SeedVerificationOptions) -> Outcome {
+        let meter = BudgetMeter(options.budget)
+        let gate = FindingCollector(limit: options.maximumFindingsPerCheck, meter: meter)
+        let admitted = SeedSchemaGate.admits(seed: seed, collector: gate)
         let installer = SendableBox<InstallerOutcome>()
         let shared = PublicationHandoff()
         let group = DispatchGroup()
-        if let staged {
+        if let staged, admitted {
             DispatchQueue.global(qos: .userInitiated).async(group: group) {
-                let collector = FindingCollector(limit: options.maximumFindingsPerCheck)
+                let collector = FindingCollector(limit: options.maximumFindingsPerCheck, meter: meter)
                 var outcome = InstallerOutcome()
                 do throws(SeedStaging.IOFailure) {
                     try SeedStaging.stage(seed: seed, target: staged, collector: collector, shared: shared)
@@ -85,15 +93,25 @@ enum SeedCheckRun {
                 installer.set(outcome)
             }
         }
-        var publication = PublicationVerifier(path: seed, options: options, shared: shared)
+        var publication = PublicationVerifier(path: seed, options: options, shared: shared, meter: meter)
         publication.run()
         group.wait()
+        let (gateFindings, gateEvaluated) = gate.finish()
         let (findings, evaluated) = publication.collector.finish()
         let other = installer.value ?? InstallerOutcome()
-        let report = SeedVerificationReport(
-            findings: findings + other.findings, checks: evaluated.union(other.evaluated).count,
-            rows: publication.rows)
+        var all = gateFindings + findings + other.findings
+        var checks = gateEvaluated.union(evaluated).union(other.evaluated)
+        if let exhausted = meter.finding() {
+            all = [exhausted] + all.filter { !Self.stoppedByBudget($0) }
+            checks.insert(.budgetExceeded)
+        }
+        let report = SeedVerificationReport(findings: all, checks: checks.count, rows: publication.rows)
         return Outcome(report: report, stagingFailure: other.failure)
+    }
+
+    /// A finding that only says a statement was stopped (`SQLITE_INTERRUPT`): the budget's finding replaces it.
+    private static func stoppedByBudget(_ finding: SeedFinding) -> Bool {
+        finding.message.contains(SQLiteResultCode.interrupt.name) || finding.message.contains("interrupted")
     }
 }
 

@@ -16,8 +16,15 @@ public struct HTTPSyncTransport: SyncTransport {
     }
 
     public func post(path: String, body: [UInt8]) throws -> SyncReply {
-        let response = try curl.send(
-            .protocolPost(path: path, body: body, credential: credential, appVersion: appVersion))
+        var request = TransportRequest.protocolPost(
+            path: path, body: body, credential: credential, appVersion: appVersion)
+        request.maximumResponseBytes = ResponseBudget.forPath(path).maximumBytes
+        let response: TransportResponse
+        do {
+            response = try curl.send(request)
+        } catch TransportError.tooLarge(let limit) {
+            throw ResponseTooLarge(limit: limit)
+        }
         return SyncReply(
             status: response.status, headers: response.headers.map { (name: $0.name, value: $0.value) },
             body: response.body)

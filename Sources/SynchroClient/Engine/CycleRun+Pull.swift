@@ -8,7 +8,12 @@ extension CycleRun {
         try enter(.pulling)
         events(.phaseStarted(.pull))
         let applier = PullApplier(context: context)
+        var pages = 0
         while true {
+            guard pages < configuration.maxPages else {
+                throw .pageLimit(phase: .pull, pages: pages)
+            }
+            pages += 1
             let outcome = try retrying(.pull) { () throws(SyncError) in try applier.runPage() }
             summary.rowsApplied += outcome.rows
             events(.pageApplied(phase: .pull, scope: nil, rows: outcome.rows))

@@ -23,7 +23,12 @@ extension CycleRun {
             try mapping(.rebuild) { () throws(SyncError) in _ = try applier.start(scope: scope) }
             // The rows each page writes are read back beside the engine, for finality.
             var check = try mapping(.rebuild) { () throws(SyncError) in try applier.rowCheck() }
+            var pages = 0
             while true {
+                guard pages < configuration.maxPages else {
+                    throw .pageLimit(phase: .rebuild, pages: pages)
+                }
+                pages += 1
                 let isFinal: Bool
                 let rows: Int
                 do throws(SyncCycleError) {
@@ -36,6 +41,7 @@ extension CycleRun {
                         throw error
                     }
                     restarts += 1
+                    pages = 0
                     try newAttempt(scope: scope, applier: applier)
                     check = try mapping(.rebuild) { () throws(SyncError) in try applier.rowCheck() }
                     continue

@@ -31,12 +31,17 @@ public struct SyncCycle: Sendable {
         public var maxRebuildRestarts: Int
         /// Reconnects after a generation or schema gate refused a request.
         public var maxReconnects: Int
+        /// Pages one pull phase may apply, and one rebuild attempt of a scope: a server that always answers
+        /// `has_more` (or never a final rebuild page) ends the cycle with `page_limit` instead of keeping it
+        /// going. 100,000 pages of up to 1000 rows: 10⁸ rows, far beyond a device's data.
+        public var maxPages: Int
 
         /// Creates a configuration.
         public init(
             retry: SyncRetryPolicy = SyncRetryPolicy(), batchSize: Int = 100, maxRebuildPasses: Int = 3,
-            maxRebuildRestarts: Int = 3, maxReconnects: Int = 2
+            maxRebuildRestarts: Int = 3, maxReconnects: Int = 2, maxPages: Int = 100_000
         ) {
+            self.maxPages = maxPages
             self.retry = retry
             self.batchSize = batchSize
             self.maxRebuildPasses = maxRebuildPasses

@@ -22,6 +22,9 @@ public enum SyncCycleError: Error, Sendable, Equatable, CustomStringConvertible 
     /// The context's page limit is outside the range pull and rebuild requests allow (`spec/wire-protocol.md` §9:
     /// 1…1000); nothing was sent. The contract forbids clamping it to a valid value.
     case invalidPageLimit(limit: Int64, allowed: ClosedRange<Int64>)
+    /// A pull phase, or one rebuild attempt of a scope, applied ``SyncCycle/Configuration/maxPages`` pages and the
+    /// server still had more: stopped, every applied page committed.
+    case pageLimit(phase: SyncPhase, pages: Int)
     /// The cycle was stopped at a step boundary (``SyncCycle/isCancelled``); committed state is intact.
     case cancelled
     /// A stored blocking error refuses every cycle until its recovery action is taken (`spec/client-store.md`
@@ -51,6 +54,7 @@ public enum SyncCycleError: Error, Sendable, Equatable, CustomStringConvertible 
         case .notCurrent: "not_current"
         case .schemaResetNotPending: "schema_reset_not_pending"
         case .invalidPageLimit: "invalid_page_limit"
+        case .pageLimit: "page_limit"
         case .cancelled: "cancelled"
         case .blocked(_, let code, _): code
         }
@@ -93,6 +97,8 @@ public enum SyncCycleError: Error, Sendable, Equatable, CustomStringConvertible 
         case .invalidPageLimit(let limit, let allowed):
             return "sync: page limit \(limit) is outside the allowed range "
                 + "\(allowed.lowerBound)…\(allowed.upperBound)"
+        case .pageLimit(let phase, let pages):
+            return "\(phase.rawValue): the server still had more after \(pages) pages, the most one run applies"
         case .cancelled:
             return "sync: stopped"
         case .blocked(let operation, let code, let recoveryAction):

@@ -40,6 +40,8 @@ public struct PushExchange: Sendable {
         let response: SyncReply
         do {
             response = try transport.post(path: "/sync/push", body: batch.body)
+        } catch is ResponseTooLarge {
+            throw .responseContract(rule: "response_too_large")
         } catch {
             throw .transport(reason: String(describing: type(of: error)))
         }

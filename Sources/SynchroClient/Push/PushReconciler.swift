@@ -42,7 +42,8 @@ public struct PushReconciler: Sendable {
         guard let request = try? PushRequest.parse(body: batch.body, shape: .wire) else {
             throw .sealedBatchInvalid(batchID: batch.batchID, rule: "unparsable")
         }
-        guard let response = (try? StrictJSONParser().parse(responseBody))?.objectValue else {
+        guard responseBody.count <= ResponseBudget.push.maximumBytes,
+              let response = (try? ResponseBudget.push.parser.parse(responseBody))?.objectValue else {
             throw .responseContract(rule: "not_a_json_object")
         }
         let outcomes = try Self.match(response, to: request)

@@ -20,7 +20,7 @@ struct ErrorReply: Sendable, Equatable {
 
     init(status: Int, body: [UInt8]) {
         self.status = status
-        let error = (try? StrictJSONParser().parse(body))?.objectValue?["error"]?.objectValue
+        let error = (try? ResponseBudget.error.parser.parse(body))?.objectValue?["error"]?.objectValue
         code = error?["code"]?.stringValue
         if let code, case .bool(let retryable)? = error?["retryable"], !code.isEmpty {
             isRetryable = retryable

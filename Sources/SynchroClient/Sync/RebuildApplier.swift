@@ -214,7 +214,9 @@ public struct RebuildApplier: Sendable {
 
     private static func parse(_ bytes: [UInt8]) throws(SyncError) -> JSONValue {
         do {
-            return try StrictJSONParser().parse(bytes)
+            return try ResponseBudget.page.parser.parse(bytes)
+        } catch where error.rule == .valueLimitExceeded {
+            throw .contract(rule: "response_too_many_values", member: "")
         } catch {
             throw .contract(rule: "malformed_json", member: "")
         }

@@ -114,12 +114,21 @@ enum SyncExchange {
         let reply: SyncReply
         do {
             reply = try transport.post(path: path, body: body)
+        } catch is ResponseTooLarge {
+            throw .contract(rule: "response_too_large", member: "")
         } catch {
             throw .transport(reason: String(describing: type(of: error)))
         }
         guard reply.status == 200 else { throw ErrorReply(status: reply.status, body: reply.body).syncError }
+        // A transport that did not bound the body (a test's, a host's) is held to the route's budget here.
+        let budget = ResponseBudget.forPath(path)
+        guard reply.body.count <= budget.maximumBytes else {
+            throw .contract(rule: "response_too_large", member: "")
+        }
         do {
-            return (try StrictJSONParser().parse(reply.body), reply.body)
+            return (try budget.parser.parse(reply.body), reply.body)
+        } catch where error.rule == .valueLimitExceeded {
+            throw .contract(rule: "response_too_many_values", member: "")
         } catch {
             throw .contract(rule: "malformed_json", member: "")
         }

@@ -16,6 +16,7 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
         case duplicateMember = "duplicate_member"
         case depthLimitExceeded = "depth_limit_exceeded"
         case sizeLimitExceeded = "size_limit_exceeded"
+        case valueLimitExceeded = "value_limit_exceeded"
     }
 
     public let rule: Rule
@@ -38,10 +39,16 @@ public struct JSONLimits: Sendable, Equatable {
     /// The parser recurses once per level, so this also bounds its stack use: keep it in the
     /// hundreds, not the hundreds of thousands.
     public var maxDepth: Int
+    /// Most values (scalars, arrays and objects, at any depth) one document may hold. A value costs far more
+    /// memory parsed than as text (`[0,0,…]` two octets per value), so a byte bound alone lets a 64 MiB body grow
+    /// the parsed tree to gigabytes; a reader of untrusted documents bounds the count as well. Unbounded by
+    /// default.
+    public var maxValues: Int
 
-    public init(maxBytes: Int = 64 * 1024 * 1024, maxDepth: Int = 128) {
+    public init(maxBytes: Int = 64 * 1024 * 1024, maxDepth: Int = 128, maxValues: Int = .max) {
         self.maxBytes = maxBytes
         self.maxDepth = maxDepth
+        self.maxValues = maxValues
     }
 
     /// The guards of the upstream native clients: 64 MiB per body, depth 128.

@@ -43,7 +43,8 @@ public struct StrictJSONParser: Sendable {
         guard let base = buffer.baseAddress, buffer.count > 0 else {
             return .failure(JSONParseError(.unexpectedEnd, at: 0))
         }
-        var reader = JSONByteReader(base: base, count: buffer.count, maxDepth: limits.maxDepth)
+        var reader = JSONByteReader(
+            base: base, count: buffer.count, maxDepth: limits.maxDepth, maxValues: limits.maxValues)
         do throws(JSONParseError) {
             let value = try reader.parseDocument()
             return .success(value)
@@ -62,6 +63,8 @@ struct JSONByteReader: ~Copyable {
     let base: UnsafePointer<UInt8>
     let count: Int
     let maxDepth: Int
+    /// Values the document may still hold (``JSONLimits/maxValues``).
+    var valuesLeft: Int
     var position = 0
     var depth = 0
     /// Elements of the arrays being parsed, innermost on top.
@@ -76,10 +79,11 @@ struct JSONByteReader: ~Copyable {
     /// saves an allocation per occurrence.
     private var keyCache = KeyCache()
 
-    init(base: UnsafePointer<UInt8>, count: Int, maxDepth: Int) {
+    init(base: UnsafePointer<UInt8>, count: Int, maxDepth: Int, maxValues: Int) {
         self.base = base
         self.count = count
         self.maxDepth = maxDepth
+        valuesLeft = maxValues
     }
 
     mutating func parseDocument() throws(JSONParseError) -> JSONValue {
@@ -102,6 +106,8 @@ struct JSONByteReader: ~Copyable {
 
     private mutating func parseValue() throws(JSONParseError) -> JSONValue {
         guard position < count else { throw JSONParseError(.unexpectedEnd, at: position) }
+        guard valuesLeft > 0 else { throw JSONParseError(.valueLimitExceeded, at: position) }
+        valuesLeft &-= 1
         switch base[position] {
         case UInt8(ascii: "\""): return .string(try parseString())
         case UInt8(ascii: "{"): return try parseObject()

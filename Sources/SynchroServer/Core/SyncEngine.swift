@@ -154,10 +154,13 @@ public final class SyncEngine: HTTPHandler, Sendable {
         return user
     }
 
+    /// Compares the SHA-256 digests of both sides, 32 octets each, without an early exit: the time depends on
+    /// neither where the credentials differ nor whether their lengths do (an early return on a length mismatch
+    /// told a prober the secret's length, issue #19).
     static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
+        let x = SHA256.hash(a), y = SHA256.hash(b)
         var difference: UInt8 = 0
-        for i in 0..<a.count { difference |= a[i] ^ b[i] }
+        for i in 0..<x.count { difference |= x[i] ^ y[i] }
         return difference == 0
     }
 

@@ -24,6 +24,15 @@ extension HTTPServer {
         /// its own). Further clients wait in the backlog.
         public var maximumConnections: Int = 256
 
+        /// Connections one client address may hold at once (libmicrohttpd's per-IP limit); a further
+        /// connection from that address is closed as soon as it is accepted, so one client cannot take every
+        /// slot of ``maximumConnections``. 0, the library's default, sets no limit (tests and benchmarks run
+        /// many clients from loopback); `seedkit serve` uses ``servePerAddressLimit``.
+        public var maximumConnectionsPerAddress: Int = 0
+
+        /// The per-address limit of `seedkit serve`.
+        public static let servePerAddressLimit = 32
+
         /// Memory per connection for the request line and header fields (libmicrohttpd's pool).
         public var connectionMemoryBytes: Int = 64 * 1024
 

@@ -90,6 +90,9 @@ struct MicroHTTPDDaemon: Sendable {
             MHD_OptionItem(option: .CONNECTION_TIMEOUT, value: Int(timeoutSeconds), ptr_value: nil),
             MHD_OptionItem(option: .CONNECTION_LIMIT, value: configuration.maximumConnections, ptr_value: nil),
             MHD_OptionItem(
+                option: .PER_IP_CONNECTION_LIMIT, value: max(0, configuration.maximumConnectionsPerAddress),
+                ptr_value: nil),
+            MHD_OptionItem(
                 option: .CONNECTION_MEMORY_LIMIT, value: configuration.connectionMemoryBytes, ptr_value: nil),
             MHD_OptionItem(option: .URI_LOG_CALLBACK, value: beginRequestAddress, ptr_value: closure),
             MHD_OptionItem(option: .NOTIFY_COMPLETED, value: completeRequestAddress, ptr_value: closure),

@@ -19,7 +19,13 @@ package enum StoreFile {
     /// Opens (creating when missing) the file at `path` with the engine connection, runs the remaining migration
     /// steps and verifies the result; `clock` stamps the rows the migration writes.
     /// A new file is created with mode 0600 (its `-wal` and `-shm` follow): a store holds cursors and row values.
-    package static func open(path: String, clock: ClientClock) throws(ClientStoreError) -> Opened {
+    ///
+    /// `prepare` runs on the connection before the first migration statement: a verifier of an untrusted file uses
+    /// it to switch the file's views off and to bound the work (``SeedArtifacts``' budget).
+    package static func open(
+        path: String, clock: ClientClock,
+        prepare: (Connection) throws(SQLiteError) -> Void = { _ in }
+    ) throws(ClientStoreError) -> Opened {
         let connection: Connection
         do {
             // A `file:` URI (the installer's in-memory copy) or `:memory:` names no file to create.
@@ -30,6 +36,12 @@ package enum StoreFile {
         do {
             connection = try ConnectionConventions.openEngine(path: path)
         } catch {
+            throw .sqlite(error)
+        }
+        do {
+            try prepare(connection)
+        } catch {
+            connection.close()
             throw .sqlite(error)
         }
         do {
@@ -44,8 +56,11 @@ package enum StoreFile {
 
     /// Opens and migrates the file at `path` as ``open(path:clock:)`` does, then closes it the way the engine
     /// closes a store (a truncating checkpoint first), as a device does when its SDK opens a copied seed.
-    package static func migrate(path: String, clock: ClientClock = .system) throws(ClientStoreError) -> StoreLayout {
-        let opened = try open(path: path, clock: clock)
+    package static func migrate(
+        path: String, clock: ClientClock = .system,
+        prepare: (Connection) throws(SQLiteError) -> Void = { _ in }
+    ) throws(ClientStoreError) -> StoreLayout {
+        let opened = try open(path: path, clock: clock, prepare: prepare)
         _ = try? opened.connection.checkpoint(.truncate)
         opened.connection.close()
         return opened.layout

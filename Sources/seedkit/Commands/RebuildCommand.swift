@@ -5,7 +5,7 @@ import SynchroClient
 /// engine's durable rebuild path, then pulls to the head (``SyncCycle/run(rebuilding:)``). The store must exist.
 enum RebuildCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(words, flags: ["json"], valued: SyncSession.options.union(["scope"]))
+        let arguments = try Arguments(words, flags: SyncSession.flags, valued: SyncSession.options.union(["scope"]))
         let options = try SyncSession.Options(arguments, command: "rebuild")
         let scopes = arguments.allValues["scope"]
         guard scopes?.allSatisfy({ !$0.isEmpty }) ?? true else {

@@ -102,7 +102,9 @@ enum ServeCommand {
             sources.append(source)
         }
         let handler: any HTTPHandler = console.isVerbose ? logging(engine, console) : engine
-        let server = HTTPServer(handler: handler)
+        var configuration = HTTPServer.Configuration()
+        configuration.maximumConnectionsPerAddress = HTTPServer.Configuration.servePerAddressLimit
+        let server = HTTPServer(configuration: configuration, handler: handler)
         let bound: UInt16
         do {
             bound = try server.start(host: host, port: port)

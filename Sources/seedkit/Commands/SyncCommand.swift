@@ -17,7 +17,8 @@ import SynchroProtocol
 enum SyncCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(
-            words, flags: ["json", "until-current", "schema-reset", "retry-after-error"], valued: SyncSession.options)
+            words, flags: SyncSession.flags.union(["until-current", "schema-reset", "retry-after-error"]),
+            valued: SyncSession.options)
         let options = try SyncSession.Options(arguments, command: "sync")
         return SyncSession.run(options, createStore: true) { cycle, output throws(SyncCycleError) in
             if arguments.flags.contains("retry-after-error") {
@@ -64,6 +65,8 @@ enum SyncCommand {
 enum SyncSession {
     /// The valued options both commands accept.
     static let options: Set<String> = ["server", "db", "token", "token-env", "client-id", "app-version", "page-limit"]
+    /// The flags both commands accept.
+    static let flags: Set<String> = ["json", "require-tls"]
 
     /// The parsed common options.
     struct Options {
@@ -88,6 +91,11 @@ enum SyncSession {
             }
             guard server.hasPrefix("http://") || server.hasPrefix("https://") else {
                 throw Arguments.UsageError(message: "--server needs an http:// or https:// URL")
+            }
+            if PlainBearer.isExposed(server) && arguments.flags.contains("require-tls") {
+                throw Arguments.UsageError(
+                    message: "--require-tls: --server is http:// to a host that is not this machine; "
+                        + "the bearer credential would travel unencrypted")
             }
             guard let path = arguments.values["db"], !path.isEmpty else {
                 throw Arguments.UsageError(message: "\(command) needs --db FILE")
@@ -120,6 +128,7 @@ enum SyncSession {
         _ options: Options, createStore: Bool,
         _ body: (SyncCycle, SyncOutput) throws(SyncCycleError) -> Void
     ) -> ExitStatus {
+        if PlainBearer.isExposed(options.server) { Terminal.err(PlainBearer.warning(options.server)) }
         let output = SyncOutput(json: options.json, console: options.console)
         let console = options.console
         let existed = FileManager.default.fileExists(atPath: options.path)
