@@ -16,6 +16,11 @@ public enum PipelineError: Error, Sendable, CustomStringConvertible {
     case source(SeedExportError)
     /// The embedded reference server could not start.
     case embeddedServer(String)
+    /// Another run holds the publish directory's lock (`<parent>/.<name>.lock`); `holderPID` is the PID it
+    /// recorded. Nothing was read or written.
+    case locked(directory: String, holderPID: Int32?)
+    /// SIGINT or SIGTERM arrived before the first step (while waiting for the lock or preparing the source).
+    case interrupted
     /// A file operation on the scratch or publish directory failed.
     case io(operation: String, path: String, errno: Int32)
 
@@ -27,6 +32,8 @@ public enum PipelineError: Error, Sendable, CustomStringConvertible {
         case .publishDirectoryNotPublication: "publish_directory_not_publication"
         case .source(let error): "source.\(error.rule)"
         case .embeddedServer: "embedded_server_failed"
+        case .locked: "locked"
+        case .interrupted: "interrupted"
         case .io: "io_failed"
         }
     }
@@ -35,7 +42,7 @@ public enum PipelineError: Error, Sendable, CustomStringConvertible {
     public var isInvalidInput: Bool {
         switch self {
         case .invalidDataset, .scopeNotPortable, .publishDirectoryNotPublication: true
-        case .source, .embeddedServer, .io: false
+        case .source, .embeddedServer, .io, .locked, .interrupted: false
         }
     }
 
@@ -48,6 +55,10 @@ public enum PipelineError: Error, Sendable, CustomStringConvertible {
                 + "whole, so it must be empty or hold only seed.db, seed.db.zst, evidence.json and SHA256SUMS"
         case .source(let error): "the source failed: \(error)"
         case .embeddedServer(let message): "the embedded reference server failed: \(message)"
+        case .locked(let directory, let holder):
+            "\(directory) is locked by \(holder.map { "process \($0)" } ?? "another run") (locked): one run "
+                + "publishes at a time; run again once it has finished, or pass --wait SECONDS"
+        case .interrupted: "interrupted; nothing published"
         case .io(let operation, let path, let code):
             SystemError(operation: operation, path: path, code: code).description
         }

@@ -17,6 +17,9 @@ enum ExitStatus: Int32 {
     /// `sync`, `rebuild`, `inspect` and `sql`: another process owns the store (`store_in_use`); refused at once,
     /// nothing read or changed. The message names the owner's PID when it recorded one.
     case locked = 5
+    /// SIGINT or SIGTERM stopped the command at a safe point: its scratch files are removed and nothing was
+    /// published or installed (`interrupted; nothing published`).
+    case interrupted = 130
 }
 
 /// The `store_in_use` message every store-opening command prints (docs/cli.md, "One owner per store").
