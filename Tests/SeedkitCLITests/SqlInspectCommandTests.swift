@@ -15,7 +15,7 @@ struct SqlInspectCommandTests {
             server = try SyncCommandTests.ServeProcess(secret: "sql-cli-secret")
             path = server.directory.path("app.db")
             let sync = try SeedkitProcess.run(
-                ["sync", "--server", server.url, "--db", path, "--token", "sql-cli-secret"])
+                ["sync", "--server", server.url, "--db", path, "--token-file", try server.directory.secretFile("sql-cli-secret")])
             let stopped = server.stop()
             try #require(sync.status == 0, "\(sync.stderrText)")
             try #require(stopped == 0)

@@ -367,7 +367,7 @@ struct VerbosityTests {
             process.executableURL = SeedkitProcess.executable
             process.arguments = [
                 "serve", "--dataset", dataset, "--rows", "20", "--db", directory.path("serve-\(mode).db"),
-                "--listen", "127.0.0.1:0", "--token", "alice=serve-secret-41",
+                "--listen", "127.0.0.1:0", "--token-file", try directory.secretFile("alice=serve-secret-41"),
             ] + flags
             let output = Pipe(), errors = Pipe()
             process.standardOutput = output

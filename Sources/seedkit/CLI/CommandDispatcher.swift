@@ -9,9 +9,9 @@ enum CommandDispatcher {
           digest row [FILE]                   row identity and row checksum
           digest scope [FILE]                 scope checksum and cardinality
           digest push [FILE] --user ID        fingerprints and push-limit measures
-          serve --dataset DIR --token USER=SECRET [options]
+          serve --dataset DIR [--token-file FILE] [options]
                                               run the reference protocol 3 server
-          sync --server URL --db FILE --token-env VAR [--until-current] [--schema-reset] [options]
+          sync --server URL --db FILE [--token-env VAR] [--until-current] [--schema-reset] [options]
                                               one headless sync cycle of a client store
           validate --db FILE [--server URL --token-env VAR] [--json]
                                               every consistency check of a client store, read-only
@@ -29,8 +29,9 @@ enum CommandDispatcher {
           verify SEED.db[.zst] [--json]       every publication and device-installer check of a seed
           install SEED.db[.zst] --to APP.db [--json]
                                               install a seed as a device's first database, never overwriting
-          pipeline run FILE [--json] [--dry-run] [--force]
+          pipeline run FILE [--json] [--dry-run] [--force] [--wait SECONDS]
                                               export, verify, pack, install, rehearse and publish a seed
+          pipeline clean FILE [--json]        remove the scratch directories of killed runs
           rehearse SEED.db[.zst] --server URL --token-env VAR [--rebuild-compare] [--json]
                                               a seed's first sync on a copy installed as a device would
           help [COMMAND]                      this text, or one command's synopsis and options
@@ -38,7 +39,8 @@ enum CommandDispatcher {
 
         Every command also takes --quiet (print only its results and errors) or --verbose (add detail on
         standard error: steps, scopes, timings, the files and URLs used); --json output is the same with either.
-        JSON input comes from FILE or standard input; see docs/cli.md.
+        JSON input comes from FILE or standard input; see docs/cli.md. No command takes a secret on the command
+        line: credentials come from environment variables (--token-env VAR) or files (--token-file FILE).
 
         """
 

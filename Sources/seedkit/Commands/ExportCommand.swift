@@ -10,12 +10,12 @@ import SystemKit
 /// before the seed (`SeedExporter.exportWithEvidence`), so a seed at the output path always has its evidence.
 ///
 /// The operator token is read from the environment variable named by `--token-env` (default
-/// `SEEDKIT_OPERATOR_TOKEN`), never from the command line, and never printed.
+/// `SEEDKIT_OPERATOR_TOKEN`) or the file `--token-file` names, never from the command line, and never printed.
 enum ExportCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(
             words, flags: ["json", "force"],
-            valued: ["source", "token-env", "out", "scopes", "page-limit", "wait"])
+            valued: ["source", "token-env", "token-file", "out", "scopes", "page-limit", "wait"])
         guard arguments.positionals.isEmpty else {
             throw Arguments.UsageError(message: "export takes no positional arguments")
         }
@@ -25,10 +25,13 @@ enum ExportCommand {
         guard let output = arguments.values["out"], !output.isEmpty else {
             throw Arguments.UsageError(message: "export needs --out FILE")
         }
-        let variable = arguments.values["token-env"] ?? "SEEDKIT_OPERATOR_TOKEN"
-        guard let token = ProcessInfo.processInfo.environment[variable], !token.isEmpty else {
-            throw Arguments.UsageError(message: "the environment variable \(variable) (--token-env) is not set")
+        guard let secret = try SecretInput.read(arguments, option: "token", defaultVariable: "SEEDKIT_OPERATOR_TOKEN")
+        else {
+            throw Arguments.UsageError(
+                message: "the operator token is needed: the variable SEEDKIT_OPERATOR_TOKEN, --token-env VAR or "
+                    + "--token-file FILE", rule: "credential_missing")
         }
+        let token = secret.value
         let options = try exportOptions(arguments)
         let wait = try lockWait(arguments)
         let json = arguments.flags.contains("json")
@@ -38,6 +41,8 @@ enum ExportCommand {
         Interruption.install()
         let lock: AdvisoryLock
         do {
+            // The exporter creates a missing parent directory; the lock file needs it first.
+            try? FileSystem.makeDirectory(FileSystem.split(output).directory, intermediate: true)
             lock = try AdvisoryLock(path: lockPath(output), wait: wait, shouldStop: { Interruption.requested })
         } catch {
             switch error {
@@ -57,7 +62,7 @@ enum ExportCommand {
         defer { withExtendedLifetime(lock) {} }
         let display = ExportDisplay(console: console, progress: !json)
         do {
-            console.detail("source \(Console.displayURL(source)), operator credential from the variable \(variable), "
+            console.detail("source \(Console.displayURL(source)), operator credential from \(secret.source), "
                 + "page limit \(options.pageLimit)")
             let exportSource = InterruptibleExportSource(
                 base: try HTTPExportSource(baseURL: source, operatorToken: token), isInterrupted: { Interruption.requested })

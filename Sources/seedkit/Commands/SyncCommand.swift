@@ -12,8 +12,8 @@ import SynchroProtocol
 /// (``SyncCycle/acknowledgeBlockingError()``): without it a stored error refuses every sync.
 ///
 /// The store at `--db` is created on first use; its client ID is the one the store is bound to, else
-/// `--client-id`, else a new UUID. The bearer secret comes from the variable `--token-env` names (or
-/// `SEEDKIT_TOKEN`, or `--token`, where other users of the machine could read it); it is never printed.
+/// `--client-id`, else a new UUID. The bearer secret comes from the variable `--token-env` names, the file
+/// `--token-file` names, or `SEEDKIT_TOKEN` — never from the command line (``SecretInput``); it is never printed.
 enum SyncCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(
@@ -38,32 +38,22 @@ enum SyncCommand {
         }
     }
 
-    /// Names where ``credential(_:)`` reads the secret from.
-    static func credentialSource(_ arguments: Arguments) -> String {
-        if let variable = arguments.values["token-env"] { return "the variable \(variable)" }
-        return arguments.values["token"] != nil ? "--token" : "the variable SEEDKIT_TOKEN"
-    }
-
-    /// The bearer secret: from the variable `--token-env` names, else `--token`, else `SEEDKIT_TOKEN`.
-    static func credential(_ arguments: Arguments) throws(Arguments.UsageError) -> String {
-        let environment = ProcessInfo.processInfo.environment
-        if let variable = arguments.values["token-env"] {
-            guard let token = environment[variable], !token.isEmpty else {
-                throw Arguments.UsageError(message: "--token-env names a variable that is unset or empty")
-            }
-            return token
+    /// The bearer secret: from the variable `--token-env` names, the file `--token-file` names, else
+    /// `SEEDKIT_TOKEN`.
+    static func credential(_ arguments: Arguments) throws(Arguments.UsageError) -> SecretInput {
+        guard let secret = try SecretInput.read(arguments, option: "token", defaultVariable: "SEEDKIT_TOKEN") else {
+            throw Arguments.UsageError(
+                message: "a credential is needed: --token-env VAR, --token-file FILE or the variable SEEDKIT_TOKEN",
+                rule: "credential_missing")
         }
-        guard let token = arguments.values["token"] ?? environment["SEEDKIT_TOKEN"], !token.isEmpty else {
-            throw Arguments.UsageError(message: "a credential is needed: --token-env VAR, --token or SEEDKIT_TOKEN")
-        }
-        return token
+        return secret
     }
 }
 
 /// What `sync` and `rebuild` share: the options, the store, the transport and the cycle.
 enum SyncSession {
     /// The valued options both commands accept.
-    static let options: Set<String> = ["server", "db", "token", "token-env", "client-id", "app-version", "page-limit"]
+    static let options: Set<String> = ["server", "db", "token-env", "token-file", "client-id", "app-version", "page-limit"]
 
     /// The parsed common options.
     struct Options {
@@ -92,7 +82,9 @@ enum SyncSession {
             guard let path = arguments.values["db"], !path.isEmpty else {
                 throw Arguments.UsageError(message: "\(command) needs --db FILE")
             }
-            token = try SyncCommand.credential(arguments)
+            let secret = try SyncCommand.credential(arguments)
+            token = secret.value
+            credentialSource = secret.source
             appVersion = arguments.values["app-version"] ?? "1.0.0"
             guard SemanticVersion(appVersion) != nil else {
                 throw Arguments.UsageError(message: "--app-version needs a SemVer version")
@@ -110,7 +102,6 @@ enum SyncSession {
             clientID = arguments.values["client-id"]
             json = arguments.flags.contains("json")
             console = arguments.console(command)
-            credentialSource = SyncCommand.credentialSource(arguments)
         }
     }
 
