@@ -38,7 +38,7 @@ struct StoreOwnerCLITests {
         let inspected = try SeedkitProcess.run(["inspect", "--db", database, "--json"])
         #expect(inspected.status == 5, "\(inspected.status): \(inspected.stderrText)")
         #expect(inspected.stderrText.contains("store_in_use") && inspected.stderrText.contains("process \(pid)"))
-        #expect(inspected.stdout.isEmpty)
+        #expect(inspected.lines.count == 1 && inspected.stdoutText.contains("\"rule\":\"store_in_use\""))
 
         // A killed owner leaves no lock behind.
         kill(pid, SIGKILL)

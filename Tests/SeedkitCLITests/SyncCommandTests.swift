@@ -74,6 +74,14 @@ struct SyncCommandTests {
         #expect(run.stderrText.contains("auth_required: the server refused the credential"))
         #expect(run.stderrText.contains("with a valid credential: seedkit sync --retry-after-error"))
         #expect(!(run.stderrText + run.stdoutText).contains("wrong-token-7f3"))
+        // The JSON error event names its rule and exit status (issue #18).
+        let json = try SeedkitProcess.run([
+            "sync", "--server", server.url, "--db", server.directory.path("app.db"), "--token-file",
+            try server.directory.secretFile("wrong-token-7f3"), "--json",
+        ])
+        let last = try StrictJSONParser().parse(Array((json.lines.last ?? "").utf8)).objectValue
+        #expect(last?["event"]?.stringValue == "error" && last?["rule"]?.stringValue == "auth_required")
+        #expect(last?["exit_status"]?.numberValue?.exactInt64 == Int64(json.status))
         #expect(server.stop() == 0)
     }
 

@@ -103,7 +103,7 @@ struct VerbosityTests {
     func bothFlagsAreAUsageError(_ command: [String]) throws {
         let run = try SeedkitProcess.run(command + ["--quiet", "--verbose"])
         #expect(run.status == 2)
-        #expect(run.stderrText.hasPrefix("seedkit: --quiet and --verbose exclude each other\n"), "\(run.stderrText)")
+        #expect(run.stderrText.hasPrefix("seedkit: --quiet and --verbose exclude each other (usage)\n"), "\(run.stderrText)")
         #expect(run.stdoutText.isEmpty)
     }
 

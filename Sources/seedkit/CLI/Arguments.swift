@@ -77,7 +77,8 @@ struct Arguments {
             } else if let refusal = SecretInput.refusal(name) {
                 throw refusal
             } else {
-                throw UsageError(message: "unknown option --\(name)")
+                throw UsageError(message: NearMiss.message(
+                    "unknown option --\(name)", word: name, among: allowedFlags.union(valued), prefix: "--"))
             }
         }
         verbosity = try Verbosity(flags: flags)

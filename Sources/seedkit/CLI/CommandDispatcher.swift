@@ -74,17 +74,28 @@ enum CommandDispatcher {
                 }
                 return help(topic)
             default:
-                throw Arguments.UsageError(message: "unknown command \(command)")
+                throw Arguments.UsageError(message: NearMiss.message(
+                    "unknown command \(command)", word: command, among: commands))
             }
         } catch {
             if let options = error.help {
                 Terminal.out(synopsis(command) + options)
                 return .success
             }
-            Terminal.err("seedkit: \(error.message)\n\n\(usage)")
+            let json = rest.prefix { $0 != "--" }.contains("--json")
+            FailureReport(rule: error.rule, message: error.message, status: .invalidInput)
+                .print(command: command, json: json)
+            let lines = synopsis(command)
+            Terminal.err(lines.isEmpty ? "run seedkit help for the commands\n" : lines + "run seedkit help \(command) for its options\n")
             return .invalidInput
         }
     }
+
+    /// Every command name, for "did you mean".
+    static let commands = [
+        "conformance", "digest", "serve", "sync", "validate", "rebuild", "sql", "inspect", "pack", "unpack", "export",
+        "verify", "install", "pipeline", "rehearse", "help",
+    ]
 
     /// Commands whose first word names a subcommand, and the one whose options `help` shows.
     private static let subcommands = ["conformance": "vectors", "digest": "push", "pipeline": "run"]

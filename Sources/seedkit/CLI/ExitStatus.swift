@@ -30,7 +30,11 @@ enum StoreInUse {
         (error as? ClientStoreError)?.rule == "store_in_use"
     }
 
-    static func report(_ error: any Error) {
-        Terminal.err("seedkit: \(error)\nseedkit: a store has one owner at a time; run again once it has finished\n")
+    static func report(_ error: any Error, json: Bool) {
+        FailureReport(
+            rule: "store_in_use",
+            message: "\(error)\nseedkit: a store has one owner at a time; run again once it has finished",
+            status: .locked
+        ).print(command: "sync", json: json)
     }
 }

@@ -14,6 +14,7 @@ enum InstallCommand {
         }
         let seed = arguments.positionals[0]
         let asJSON = arguments.flags.contains("json")
+        if let status = FailureReport.missing(seed, command: "install", json: asJSON) { return status }
         let console = arguments.console("install")
         SeedReportOutput.describeInput(seed, console)
         console.detail("destination \(destination), published by link() only if nothing exists there")

@@ -20,6 +20,9 @@ enum PackCommand {
             options.workers = value
         }
         if let limit = try PackOutput.byteCount(arguments, "max-output-bytes") { options.maximumOutputBytes = limit }
+        if let status = FailureReport.missing(input, command: "pack", json: arguments.flags.contains("json")) {
+            return status
+        }
         let output = arguments.values["out"] ?? input + ".zst"
         let display = PackOutput(
             command: "pack", input: input, json: arguments.flags.contains("json"), console: arguments.console("pack"))

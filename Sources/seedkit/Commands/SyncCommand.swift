@@ -115,21 +115,24 @@ enum SyncSession {
         let console = options.console
         let existed = FileManager.default.fileExists(atPath: options.path)
         guard createStore || existed else {
-            Terminal.err("seedkit: cannot open the client store: \(options.path) does not exist\n")
-            return .invalidInput
+            return FailureReport.missingInput(options.path).print(command: "sync", json: options.json)
         }
         let store: ClientStore
         do {
             store = try openStore(path: options.path, clientID: options.clientID)
         } catch let error as StoreOpenError {
-            Terminal.err("seedkit: \(error.message)\n")
-            return error.isUsage ? .invalidInput : .checkFailed
+            return FailureReport(
+                rule: error.isUsage ? "invalid_client_id" : "store_unusable", message: error.message,
+                status: error.isUsage ? .invalidInput : .checkFailed
+            ).print(command: "sync", json: options.json)
         } catch where StoreInUse.matches(error) {
-            StoreInUse.report(error)
+            StoreInUse.report(error, json: options.json)
             return .locked
         } catch {
-            Terminal.err("seedkit: cannot open the client store: \(error)\n")
-            return .checkFailed
+            return FailureReport(
+                rule: "store_unusable",
+                message: "cannot open the client store: \(error)", status: .checkFailed
+            ).print(command: "sync", json: options.json)
         }
         defer { store.close() }
         console.detail("store \(options.path)\(existed ? "" : " (created)")")
@@ -140,8 +143,9 @@ enum SyncSession {
             transport = try HTTPSyncTransport(
                 baseURL: options.server, credential: options.token, appVersion: options.appVersion)
         } catch {
-            Terminal.err("seedkit: cannot set up the transport: \(error)\n")
-            return .checkFailed
+            return FailureReport(
+                rule: "transport_failed", message: "cannot set up the transport: \(error)", status: .checkFailed
+            ).print(command: "sync", json: options.json)
         }
         let context = SyncContext(
             store: store, transport: transport, platform: "linux", appVersion: options.appVersion,
@@ -156,12 +160,14 @@ enum SyncSession {
             console.detail("failed", since: start)
             if case .retriesExhausted = error {
                 let deadline = (try? store.backoff())?.nextRetryAtMilliseconds
-                output.failure(error, nextAttempt: deadline, now: store.configuration.clock.nowMilliseconds())
+                output.failure(
+                    error, status: .retriesExhausted, nextAttempt: deadline,
+                    now: store.configuration.clock.nowMilliseconds())
                 return .retriesExhausted
             }
-            output.failure(error)
-            if case .blocked = error { return .blocked }
-            return .checkFailed
+            let status: ExitStatus = if case .blocked = error { .blocked } else { .checkFailed }
+            output.failure(error, status: status)
+            return status
         }
     }
 
@@ -260,11 +266,13 @@ struct SyncOutput: Sendable {
 
     /// Prints a failed cycle; `nextAttempt` (Unix epoch milliseconds) is the stored backoff deadline after retries
     /// ran out, said in words and as `next_attempt_at_ms`.
-    func failure(_ error: SyncCycleError, nextAttempt: Int64? = nil, now: Int64 = 0) {
+    func failure(_ error: SyncCycleError, status: ExitStatus, nextAttempt: Int64? = nil, now: Int64 = 0) {
         var hint = ""
         var members = [
             JSONMember("event", .string("error")), JSONMember("message", .string(error.description)),
             JSONMember("code", .string(error.code)), JSONMember("retryable", .bool(error.isRetryable)),
+            JSONMember("rule", .string(error.code)),
+            JSONMember("exit_status", .number(JSONNumber(Int64(status.rawValue)))),
         ]
         if let nextAttempt {
             members.append(JSONMember("next_attempt_at_ms", .number(JSONNumber(nextAttempt))))
@@ -284,7 +292,7 @@ struct SyncOutput: Sendable {
         if json, let bytes = try? CanonicalJSON.encode(.object(JSONObject(members))) {
             Terminal.out(bytes: bytes + [UInt8(ascii: "\n")])
         }
-        Terminal.err("seedkit: sync failed: \(error)\n\(hint)")
+        Terminal.err("seedkit: \(FailureReport.text("sync failed: \(error)", rule: error.code))\n\(hint)")
     }
 
     /// What a stored blocking error's code means (the engine's dispatch table, else the local causes it records).

@@ -12,6 +12,9 @@ enum UnpackCommand {
         }
         var options = UnpackOptions(overwrite: arguments.flags.contains("force"))
         if let limit = try PackOutput.byteCount(arguments, "max-output-bytes") { options.maximumOutputBytes = limit }
+        if let status = FailureReport.missing(input, command: "unpack", json: arguments.flags.contains("json")) {
+            return status
+        }
         let display = PackOutput(
             command: "unpack", input: input, json: arguments.flags.contains("json"), console: arguments.console("unpack"))
         options.progress = display.progress

@@ -18,9 +18,8 @@ enum ValidateCommand {
             throw Arguments.UsageError(message: "validate needs --db FILE")
         }
         let server = try serverOptions(arguments)
-        guard FileManager.default.fileExists(atPath: path) else {
-            Terminal.err("seedkit: cannot validate: \(path) does not exist\n")
-            return .invalidInput
+        if let status = FailureReport.missing(path, command: "validate", json: arguments.flags.contains("json")) {
+            return status
         }
         let console = arguments.console("validate")
         console.detail("store \(path), opened read-only")

@@ -11,6 +11,7 @@ enum VerifyCommand {
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         let path = arguments.positionals[0]
         let asJSON = arguments.flags.contains("json")
+        if let status = FailureReport.missing(path, command: "verify", json: asJSON) { return status }
         let console = arguments.console("verify")
         SeedReportOutput.describeInput(path, console)
         let start = ContinuousClock.now
