@@ -81,6 +81,31 @@ struct ServeCommandTests {
         #expect(!malformed.stderrText.contains("nouser-secret-9"))
     }
 
+    @Test("a port in use is named with the OS reason, not an errno number")
+    func portInUse() throws {
+        let directory = try TemporaryDirectory()
+        let first = Process()
+        first.executableURL = SeedkitProcess.executable
+        first.arguments = ["serve", "--dataset", RepositoryLayout.root.appendingPathComponent("seeds/demo").path,
+                           "--rows", "10", "--db", directory.path("server.db"), "--listen", "127.0.0.1:0"]
+        first.environment = ["SEEDKIT_TOKENS": "a=b"]
+        let output = Pipe()
+        first.standardOutput = output
+        first.standardError = Pipe()
+        try first.run()
+        defer {
+            first.terminate()
+            first.waitUntilExit()
+        }
+        let address = String(Self.firstLine(of: output).dropFirst("listening on http://".count))
+        let second = try SeedkitProcess.run(
+            ["serve", "--dataset", "seeds/demo", "--rows", "10", "--listen", address],
+            environment: ["SEEDKIT_TOKENS": "a=b"])
+        #expect(second.status == 1)
+        #expect(second.stderrText.contains("cannot listen on \(address): HTTP server could not bind its address: "
+            + "Address already in use (listen_failed)"), "\(second.stderrText)")
+    }
+
     @Test("serve refuses two sources for the operator token")
     func operatorTokenFromOneSource() throws {
         let run = try SeedkitProcess.run(

@@ -74,6 +74,7 @@ struct SyncCommandTests {
         #expect(run.stderrText.contains("auth_required: the server refused the credential"))
         #expect(run.stderrText.contains("with a valid credential: seedkit sync --retry-after-error"))
         #expect(!(run.stderrText + run.stdoutText).contains("wrong-token-7f3"))
+        #expect(run.stderrText.contains("the server refused the user credential from the file "), "\(run.stderrText)")
         // The JSON error event names its rule and exit status (issue #18).
         let json = try SeedkitProcess.run([
             "sync", "--server", server.url, "--db", server.directory.path("app.db"), "--token-file",

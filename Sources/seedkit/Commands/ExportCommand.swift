@@ -81,7 +81,11 @@ enum ExportCommand {
                 return .interrupted
             }
             let status: ExitStatus = error.isInputError ? .invalidInput : .checkFailed
-            report(rule: error.rule, message: "export failed: \(error)", status: status, json: json)
+            var message = "export failed: \(error)"
+            if case .refused(_, let code, _) = error, code == 401 || code == 403 {
+                message += "; the server refused the operator token from \(secret.source): fix it there"
+            }
+            report(rule: error.rule, message: message, status: status, json: json)
             return status
         } catch {
             display.finish()

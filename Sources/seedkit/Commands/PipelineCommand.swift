@@ -56,7 +56,13 @@ enum PipelineCommand {
             case .interrupted: .interrupted
             default: error.isInvalidInput ? .invalidInput : .checkFailed
             }
-            output.error(rule: error.rule, member: nil, message: "pipeline \(definition.name): \(error)", status: status)
+            var message = "pipeline \(definition.name): \(error)"
+            if case .source(.refused(_, let code, _)) = error, code == 401 || code == 403,
+               case .server(let server) = definition.source
+            {
+                message += "; the server refused the operator token from $\(server.operatorToken.variable): fix it there"
+            }
+            output.error(rule: error.rule, member: nil, message: message, status: status)
             return status
         }
     }

@@ -118,8 +118,8 @@ enum ServeCommand {
         do {
             bound = try server.start(host: host, port: port)
         } catch {
-            Terminal.err("seedkit: cannot listen on \(host):\(port): \(error)\n")
-            return .checkFailed
+            return FailureReport(rule: "listen_failed", message: "cannot listen on \(host):\(port): \(error)",
+                                 status: .checkFailed).print(command: "serve", json: false)
         }
         // The address is what a caller of `--listen HOST:0` needs, so it prints even when quiet.
         console.result("listening on http://\(host):\(bound)\n")

@@ -167,6 +167,11 @@ enum SyncSession {
             }
             let status: ExitStatus = if case .blocked = error { .blocked } else { .checkFailed }
             output.failure(error, status: status)
+            if error.code == "auth_required" || error.code == "forbidden" {
+                // Which credential to fix: the user's, from where it was read.
+                Terminal.err("seedkit: the server refused the user credential from \(options.credentialSource); "
+                    + "fix it there\n")
+            }
             return status
         }
     }
