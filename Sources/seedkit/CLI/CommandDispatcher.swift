@@ -1,3 +1,5 @@
+import SeedArtifacts
+
 /// Routes `seedkit <command> …` to one subcommand and maps usage errors to exit status 2.
 enum CommandDispatcher {
     static let usage = """
@@ -35,6 +37,7 @@ enum CommandDispatcher {
           rehearse SEED.db[.zst] --server URL --token-env VAR [--rebuild-compare] [--json]
                                               a seed's first sync on a copy installed as a device would
           help [COMMAND]                      this text, or one command's synopsis and options
+          --version                           the version (as recorded in evidence files)
           COMMAND --help                      the same for COMMAND
 
         Every command also takes --quiet (print only its results and errors) or --verbose (add detail on
@@ -50,6 +53,10 @@ enum CommandDispatcher {
             return .invalidInput
         }
         let rest = Array(words.dropFirst())
+        // `pipeline --help` (a group without its subcommand) is `help pipeline`, not a usage error.
+        if subcommands[command] != nil, let first = rest.first, first == "--help" || first == "-h" {
+            return help(command)
+        }
         do throws(Arguments.UsageError) {
             switch command {
             case "conformance": return try ConformanceCommand.run(rest)
@@ -67,6 +74,10 @@ enum CommandDispatcher {
             case "install": return try InstallCommand.run(rest)
             case "pipeline": return try PipelineCommand.run(rest)
             case "rehearse": return try RehearseCommand.run(rest)
+            case "--version", "version":
+                // The version recorded in every evidence file, so a CI log ties a seed to the binary that built it.
+                Terminal.out("seedkit \(SeedArtifacts.toolVersion)\n")
+                return .success
             case "help", "--help", "-h":
                 guard let topic = rest.first else {
                     Terminal.out(usage)
