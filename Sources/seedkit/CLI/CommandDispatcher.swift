@@ -22,11 +22,12 @@ enum CommandDispatcher {
           sql --db FILE [--json] SQL [ARG ...]
                                               one application SQL statement on a client store
           inspect --db FILE [--json]          a client store's sync state, without secrets
-          pack FILE [--out FILE.zst] [--level N] [--force] [--json]
+          pack FILE [--out FILE.zst] [--level N] [--workers N] [--force] [--json]
                                               compress a seed into one checksummed zstd frame
           unpack FILE.zst [--out FILE] [--max-output-bytes N] [--force] [--json]
                                               decompress a packed seed, refusing damage and oversize
-          export --source URL --out FILE [--token-env VAR] [--scopes A,B] [--page-limit N] [--force] [--json]
+          export --source URL --out FILE [--token-env VAR | --token-file FILE] [--scopes A,B] [--page-limit N]
+                 [--wait SECONDS] [--force] [--json]
                                               export a verified portable seed from a server
           verify SEED.db[.zst] [--json]       every publication and device-installer check of a seed
           install SEED.db[.zst] --to APP.db [--json]
@@ -34,7 +35,8 @@ enum CommandDispatcher {
           pipeline run FILE [--json] [--dry-run] [--force] [--wait SECONDS]
                                               export, verify, pack, install, rehearse and publish a seed
           pipeline clean FILE [--json]        remove the scratch directories of killed runs
-          rehearse SEED.db[.zst] --server URL --token-env VAR [--rebuild-compare] [--json]
+          rehearse SEED.db[.zst] --server URL --token-env VAR [--page-limit N] [--app-version V]
+                 [--rebuild-compare] [--json]
                                               a seed's first sync on a copy installed as a device would
           help [COMMAND]                      this text, or one command's synopsis and options
           --version                           the version (as recorded in evidence files)
