@@ -5,7 +5,8 @@ SHARED     ?= ../shared
 VECTORS    ?= $(SHARED)/vectors/canonical-v1.json
 SEEDKIT    := .build/debug/seedkit
 
-.PHONY: all deps build release test bench demo clean crash fuzz drills
+.PHONY: all deps build release test bench demo clean crash fuzz drills install
+PREFIX     ?= /usr/local
 
 all: build
 
@@ -43,6 +44,11 @@ drills: deps
 
 demo: build
 	@scripts/demo.sh "$(SEEDKIT)" "$(VECTORS)"
+
+# A release build of the command, installed as $(PREFIX)/bin/seedkit (make install PREFIX=$$HOME/.local).
+install: release
+	install -d "$(DESTDIR)$(PREFIX)/bin"
+	install -m 0755 .build/release/seedkit "$(DESTDIR)$(PREFIX)/bin/seedkit"
 
 clean:
 	rm -rf .build

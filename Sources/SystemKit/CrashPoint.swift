@@ -2,7 +2,10 @@ import Foundation
 import Synchronization
 
 /// Named durable boundaries where a test kills the process: `SEEDKIT_CRASH_AT=<name>[:<n>]` kills it with SIGKILL
-/// the n-th time (default: the first) the boundary `name` is reached.
+/// the n-th time (default: the first) the boundary `name` is reached. With `SEEDKIT_CRASH_SIGNAL=TERM` (or `INT`)
+/// the boundary raises that signal on the reaching thread instead, so a cancellation test interrupts a run at an
+/// exact point without racing it (``Interruption``'s handler has run when `raise` returns); `STOP` stops the
+/// process there, holding whatever it holds, until the test sends SIGCONT (a second process meets its locks).
 ///
 /// Crash tests use it to prove that a kill at any boundary leaves committed state only: no partially published
 /// file, no half-applied page. The variable is read once per process; unset, reaching a boundary costs one
@@ -13,9 +16,19 @@ package enum CrashPoint {
     package static func reached(_ name: String) {
         guard let target, target.name == name else { return }
         if hits.add(1, ordering: .relaxed).newValue == target.occurrence {
-            kill(getpid(), SIGKILL)
+            if let signal { raise(signal) } else { kill(getpid(), SIGKILL) }
         }
     }
+
+    /// The signal `SEEDKIT_CRASH_SIGNAL` names (`TERM`, `INT`, `STOP`), or nil for SIGKILL.
+    private static let signal: Int32? = {
+        switch ProcessInfo.processInfo.environment["SEEDKIT_CRASH_SIGNAL"] {
+        case "TERM": SIGTERM
+        case "INT": SIGINT
+        case "STOP": SIGSTOP
+        default: nil
+        }
+    }()
 
     /// The configured boundary and occurrence, read once per process.
     private static let target: (name: String, occurrence: Int)? = {

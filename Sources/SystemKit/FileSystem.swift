@@ -33,6 +33,25 @@ package enum FileSystem {
         FileManager.default.contents(atPath: path).map { Array($0) }
     }
 
+    /// The whole content of the file at `path`; a failure carries the path and the operating system's reason
+    /// (`cannot open t.txt: Permission denied`), for messages that tell the user what to fix.
+    package static func readAll(_ path: String) throws(SystemError) -> [UInt8] {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .last("open", path: path) }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw .last("read", path: path)
+            }
+            if count == 0 { return bytes }
+            bytes += buffer[..<count]
+        }
+    }
+
     /// The names in the directory at `path`, sorted, without `.` and `..`.
     package static func entries(_ path: String) throws(SystemError) -> [String] {
         guard let directory = opendir(path) else { throw .last("list", path: path) }

@@ -45,8 +45,9 @@ import _SeedkitTestSupport
     }
 
     /// What the publish directory's parent holds: the publication only, no scratch directory left behind.
+    /// The parent's entries besides the publish directory's lock file (`.seed.lock`, kept for the next run).
     func parentEntries() throws -> [String] {
-        try FileManager.default.contentsOfDirectory(atPath: directory.path("out")).sorted()
+        try FileManager.default.contentsOfDirectory(atPath: directory.path("out")).filter { !$0.hasSuffix(".lock") }.sorted()
     }
 
     @Test func aRunPublishesTheSeedItsFrameEvidenceAndMatchingSums() throws {

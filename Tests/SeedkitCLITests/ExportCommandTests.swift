@@ -70,6 +70,7 @@ import _SeedkitTestSupport
         let outcome = try export(token: "not-the-token")
         #expect(outcome.status == 1)
         #expect(outcome.stderrText.contains("401"))
+        #expect(outcome.stderrText.contains("refused the operator token from the variable TEST_OPERATOR"))
         #expect(!outcome.stderrText.contains("not-the-token"))
         #expect(!FileManager.default.fileExists(atPath: directory.path("seed.db")))
     }

@@ -22,6 +22,8 @@ struct HarnessOutcome {
     let signaled: Bool
     /// True when the harness sent the SIGKILL (a crash point kills the child by itself).
     let killedByHarness: Bool
+    /// True when the trigger fired and the harness sent its signal (whatever the child then did with it).
+    let signalSent: Bool
     let stdout: [UInt8]
     let stderr: [UInt8]
     /// File system events seen in the watched directories.
@@ -34,11 +36,12 @@ struct HarnessOutcome {
     var lines: [String] { stdoutText.split(separator: "\n").map(String.init) }
 }
 
-/// Runs the built `seedkit` and kills it with SIGKILL when its trigger fires. Standard output and error and the
+/// Runs the built `seedkit` and kills it with SIGKILL (or sends `signal`) when its trigger fires. Standard output and error and the
 /// inotify descriptor are read from one `poll` loop, which ends when both pipes reach end of file.
 enum HarnessChild {
     static func run(
-        _ arguments: [String], environment: [String: String] = [:], trigger: HarnessTrigger = .none
+        _ arguments: [String], environment: [String: String] = [:], trigger: HarnessTrigger = .none,
+        signal: Int32 = SIGKILL
     ) throws -> HarnessOutcome {
         let watcher = try trigger.directory.map { try DirectoryWatcher(directory: $0) }
         defer { watcher?.close() }
@@ -64,7 +67,7 @@ enum HarnessChild {
         func fire() {
             guard !killed else { return }
             killed = true
-            kill(process.processIdentifier, SIGKILL)
+            kill(process.processIdentifier, signal)
         }
         while !open.isEmpty {
             var descriptors = open.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
@@ -96,7 +99,8 @@ enum HarnessChild {
         let signaled = process.terminationReason == .uncaughtSignal
         return HarnessOutcome(
             status: process.terminationStatus, signaled: signaled,
-            killedByHarness: killed && signaled && process.terminationStatus == SIGKILL, stdout: stdout,
+            killedByHarness: killed && signaled && process.terminationStatus == SIGKILL, signalSent: killed,
+            stdout: stdout,
             stderr: stderr, fileEvents: events)
     }
 }

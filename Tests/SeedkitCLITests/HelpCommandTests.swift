@@ -36,6 +36,21 @@ import _SeedkitTestSupport
         #expect(pack.status == 0 && pack.stdoutText.contains("--level VALUE"))
     }
 
+    @Test func versionPrintsTheVersionEvidenceRecords() throws {
+        let version = try SeedkitProcess.run(["--version"])
+        #expect(version.status == 0)
+        let text = version.stdoutText
+        #expect(text.hasPrefix("seedkit ") && text.hasSuffix("\n"))
+        let number = text.dropFirst("seedkit ".count).dropLast()
+        #expect(number.split(separator: ".").count == 3 && number.allSatisfy { $0.isNumber || $0 == "." }, "\(text)")
+    }
+
+    @Test func pipelineHelpExitsZeroAndCoversItsSubcommands() throws {
+        let help = try SeedkitProcess.run(["pipeline", "--help"])
+        #expect(help.status == 0, "\(help.stderrText)")
+        #expect(help.stdoutText.contains("pipeline run FILE") && help.stdoutText.contains("pipeline clean FILE"))
+    }
+
     @Test func helpForAnUnknownCommandIsAUsageError() throws {
         let outcome = try SeedkitProcess.run(["help", "frobnicate"])
         #expect(outcome.status == 2)

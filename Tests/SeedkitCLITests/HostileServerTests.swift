@@ -23,7 +23,7 @@ struct HostileServerTests {
         let directory = try TemporaryDirectory()
         for extra: [String] in [[], ["--verbose"]] {
             let run = try SeedkitProcess.run(
-                ["sync", "--server", url, "--db", directory.path("app.db"), "--token", "t-hostile"] + extra)
+                ["sync", "--server", url, "--db", directory.path("app.db"), "--token-file", try directory.secretFile("t-hostile")] + extra)
             #expect(run.status != 0)
             let printed = run.stdout + run.stderr
             for byte: UInt8 in [0x1B, 0x07, 0x0D] {

@@ -148,11 +148,11 @@ struct PackCommandTests {
         #expect(workspace.names == ["seed.db"])
     }
 
-    @Test("an input that cannot be read exits 1, as a system failure")
+    @Test("a missing input exits 2 with not_found, as for every command (issue #18)")
     func missingInput() throws {
         let workspace = try Workspace()
         let run = try SeedkitProcess.run(["pack", workspace.directory.path("absent.db")])
-        #expect(run.status == 1)
-        #expect(run.stderrText.contains("(io): cannot open"))
+        #expect(run.status == 2)
+        #expect(run.stderrText.contains("absent.db: No such file or directory (not_found)"))
     }
 }

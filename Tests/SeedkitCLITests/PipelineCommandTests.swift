@@ -173,7 +173,7 @@ import _SeedkitTestSupport
             ["pipeline", "run", file], environment: ["SEEDKIT_TEST_OPERATOR": "op-secret-77"])
         #expect(run.status == 1)
         #expect(!run.stderrText.contains("op-secret-77"))
-        #expect(!FileManager.default.fileExists(atPath: directory.path("out")))
+        #expect(!FileManager.default.fileExists(atPath: directory.path("out/server")))
     }
 
     @Test(arguments: [

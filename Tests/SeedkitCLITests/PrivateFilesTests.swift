@@ -17,7 +17,7 @@ struct PrivateFilesTests {
         process.executableURL = SeedkitProcess.executable
         process.arguments = [
             "serve", "--dataset", RepositoryLayout.root.appendingPathComponent("seeds/demo").path, "--rows", "20",
-            "--listen", "127.0.0.1:0", "--token", "alice=private-serve-secret",
+            "--listen", "127.0.0.1:0", "--token-file", try temporary.secretFile("alice=private-serve-secret"),
         ]
         process.environment = ProcessInfo.processInfo.environment.merging(["TMPDIR": temporary.url.path]) { $1 }
         let output = Pipe()
@@ -43,7 +43,8 @@ struct PrivateFilesTests {
         let server = try SyncCommandTests.ServeProcess(secret: "private-secret")
         defer { _ = server.stop() }
         let database = server.directory.path("app.db")
-        let run = try SeedkitProcess.run(["sync", "--server", server.url, "--db", database, "--token", "private-secret"])
+        let run = try SeedkitProcess.run(["sync", "--server", server.url, "--db", database, "--token-file",
+            try server.directory.secretFile("private-secret")])
         #expect(run.status == 0, "\(run.stderrText)")
         #expect(try Self.mode(database) == 0o600)
         for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: database + suffix) {

@@ -26,7 +26,7 @@ struct ServeCommandTests {
         process.executableURL = SeedkitProcess.executable
         process.arguments = [
             "serve", "--dataset", RepositoryLayout.root.appendingPathComponent("seeds/demo").path, "--rows", "50",
-            "--db", directory.path("server.db"), "--listen", "127.0.0.1:0", "--token", "alice=alice-secret",
+            "--db", directory.path("server.db"), "--listen", "127.0.0.1:0", "--token-file", try directory.secretFile("alice=alice-secret"),
         ]
         process.environment = ["SEEDKIT_TOKENS": "bob=bob-secret"]
         let output = Pipe()
@@ -58,14 +58,59 @@ struct ServeCommandTests {
     }
 
     @Test("serve refuses a missing dataset, a bad token and a bad listen address with status 2", arguments: [
-        ["serve", "--token", "a=b"],
-        ["serve", "--dataset", "seeds/demo"],
-        ["serve", "--dataset", "seeds/demo", "--token", "nouser"],
-        ["serve", "--dataset", "seeds/demo", "--token", "a=b", "--listen", "localhost"],
-        ["serve", "--dataset", "/nonexistent", "--token", "a=b"],
+        ["serve"],
+        ["serve", "--dataset", "seeds/demo", "--token-file", "/nonexistent/tokens"],
+        ["serve", "--dataset", "seeds/demo", "--listen", "localhost"],
+        ["serve", "--dataset", "/nonexistent"],
     ])
     func usage(arguments: [String]) throws {
-        let run = try SeedkitProcess.run(arguments)
+        let run = try SeedkitProcess.run(arguments, environment: ["SEEDKIT_TOKENS": "a=b"])
+        #expect(run.status == 2)
+        #expect(!run.stderrText.contains("=b"))
+    }
+
+    @Test("serve refuses no credentials and a malformed one with status 2, never echoing it")
+    func credentialUsage() throws {
+        let directory = try TemporaryDirectory()
+        let empty = try SeedkitProcess.run(["serve", "--dataset", "seeds/demo"], environment: ["SEEDKIT_TOKENS": ""])
+        #expect(empty.status == 2)
+        #expect(empty.stderrText.contains("--token-file FILE"))
+        let malformed = try SeedkitProcess.run(
+            ["serve", "--dataset", "seeds/demo", "--token-file", try directory.secretFile("nouser-secret-9")])
+        #expect(malformed.status == 2)
+        #expect(!malformed.stderrText.contains("nouser-secret-9"))
+    }
+
+    @Test("a port in use is named with the OS reason, not an errno number")
+    func portInUse() throws {
+        let directory = try TemporaryDirectory()
+        let first = Process()
+        first.executableURL = SeedkitProcess.executable
+        first.arguments = ["serve", "--dataset", RepositoryLayout.root.appendingPathComponent("seeds/demo").path,
+                           "--rows", "10", "--db", directory.path("server.db"), "--listen", "127.0.0.1:0"]
+        first.environment = ["SEEDKIT_TOKENS": "a=b"]
+        let output = Pipe()
+        first.standardOutput = output
+        first.standardError = Pipe()
+        try first.run()
+        defer {
+            first.terminate()
+            first.waitUntilExit()
+        }
+        let address = String(Self.firstLine(of: output).dropFirst("listening on http://".count))
+        let second = try SeedkitProcess.run(
+            ["serve", "--dataset", "seeds/demo", "--rows", "10", "--listen", address],
+            environment: ["SEEDKIT_TOKENS": "a=b"])
+        #expect(second.status == 1)
+        #expect(second.stderrText.contains("cannot listen on \(address): HTTP server could not bind its address: "
+            + "Address already in use (listen_failed)"), "\(second.stderrText)")
+    }
+
+    @Test("serve refuses two sources for the operator token")
+    func operatorTokenFromOneSource() throws {
+        let run = try SeedkitProcess.run(
+            ["serve", "--dataset", "seeds/demo", "--operator-token-env", "X", "--operator-token-file", "/dev/null"],
+            environment: ["SEEDKIT_TOKENS": "a=b"])
         #expect(run.status == 2)
         #expect(!run.stderrText.contains("=b"))
     }

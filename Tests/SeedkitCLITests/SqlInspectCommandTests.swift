@@ -15,7 +15,7 @@ struct SqlInspectCommandTests {
             server = try SyncCommandTests.ServeProcess(secret: "sql-cli-secret")
             path = server.directory.path("app.db")
             let sync = try SeedkitProcess.run(
-                ["sync", "--server", server.url, "--db", path, "--token", "sql-cli-secret"])
+                ["sync", "--server", server.url, "--db", path, "--token-file", try server.directory.secretFile("sql-cli-secret")])
             let stopped = server.stop()
             try #require(sync.status == 0, "\(sync.stderrText)")
             try #require(stopped == 0)
@@ -99,18 +99,21 @@ struct SqlInspectCommandTests {
         #expect(inspect.stdoutText.contains(#""client_id":""#))
     }
 
-    @Test("a store that cannot be opened exits 1")
+    @Test("a store that cannot be opened exits 1; a missing one exits 2 (not_found, as for every command)")
     func unopenableStore() throws {
         let directory = try TemporaryDirectory()
         let garbage = try directory.write("garbage.db", Array(repeating: 0x41, count: 4096))
-        for arguments in [
-            ["sql", "--db", directory.path("missing.db"), "SELECT 1"],
-            ["inspect", "--db", directory.path("missing.db")],
-            ["sql", "--db", garbage, "SELECT 1"], ["inspect", "--db", garbage],
-        ] {
+        for arguments in [["sql", "--db", garbage, "SELECT 1"], ["inspect", "--db", garbage]] {
             let run = try SeedkitProcess.run(arguments)
             #expect(run.status == 1, "\(arguments)")
             #expect(run.stderrText.contains("cannot open the client store"))
+        }
+        for arguments in [
+            ["sql", "--db", directory.path("missing.db"), "SELECT 1"], ["inspect", "--db", directory.path("missing.db")],
+        ] {
+            let run = try SeedkitProcess.run(arguments)
+            #expect(run.status == 2, "\(arguments)")
+            #expect(run.stderrText.contains("missing.db: No such file or directory (not_found)"))
         }
         #expect(!FileManager.default.fileExists(atPath: directory.path("missing.db")))
     }
@@ -127,6 +130,6 @@ struct SqlInspectCommandTests {
     func usage(arguments: [String]) throws {
         let run = try SeedkitProcess.run(arguments)
         #expect(run.status == 2)
-        #expect(run.stderrText.contains("usage: seedkit"))
+        #expect(run.stderrText.contains("(usage)\nusage:\n  \(arguments[0]) "), "\(run.stderrText)")
     }
 }

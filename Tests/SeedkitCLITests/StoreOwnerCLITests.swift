@@ -18,7 +18,7 @@ struct StoreOwnerCLITests {
         defer { listener.close() }
         let holder = Process()
         holder.executableURL = SeedkitProcess.executable
-        holder.arguments = ["sync", "--server", "http://127.0.0.1:\(listener.port)", "--db", database, "--token", "t"]
+        holder.arguments = ["sync", "--server", "http://127.0.0.1:\(listener.port)", "--db", database, "--token-file", try directory.secretFile("t")]
         holder.standardInput = FileHandle.nullDevice
         holder.standardOutput = FileHandle.nullDevice
         holder.standardError = FileHandle.nullDevice
@@ -32,13 +32,13 @@ struct StoreOwnerCLITests {
 
         let pid = holder.processIdentifier
         let second = try SeedkitProcess.run(
-            ["sync", "--server", "http://127.0.0.1:\(listener.port)", "--db", database, "--token", "t"])
+            ["sync", "--server", "http://127.0.0.1:\(listener.port)", "--db", database, "--token-file", try directory.secretFile("t")])
         #expect(second.status == 5, "\(second.status): \(second.stderrText)")
         #expect(second.stderrText.contains("store_in_use") && second.stderrText.contains("process \(pid)"))
         let inspected = try SeedkitProcess.run(["inspect", "--db", database, "--json"])
         #expect(inspected.status == 5, "\(inspected.status): \(inspected.stderrText)")
         #expect(inspected.stderrText.contains("store_in_use") && inspected.stderrText.contains("process \(pid)"))
-        #expect(inspected.stdout.isEmpty)
+        #expect(inspected.lines.count == 1 && inspected.stdoutText.contains("\"rule\":\"store_in_use\""))
 
         // A killed owner leaves no lock behind.
         kill(pid, SIGKILL)

@@ -18,7 +18,7 @@ struct SyncCommandTests {
             process.executableURL = SeedkitProcess.executable
             process.arguments = [
                 "serve", "--dataset", RepositoryLayout.root.appendingPathComponent("seeds/demo").path, "--rows",
-                "60", "--db", directory.path("server.db"), "--listen", "127.0.0.1:0", "--token", "alice=\(secret)",
+                "60", "--db", directory.path("server.db"), "--listen", "127.0.0.1:0", "--token-file", try directory.secretFile("alice=\(secret)"),
             ]
             let output = Pipe()
             process.standardOutput = output
@@ -38,7 +38,7 @@ struct SyncCommandTests {
     func twoRuns() throws {
         let server = try ServeProcess(secret: "alice-cli-secret")
         let database = server.directory.path("app.db")
-        let arguments = ["sync", "--server", server.url, "--db", database, "--token", "alice-cli-secret"]
+        let arguments = ["sync", "--server", server.url, "--db", database, "--token-file", try server.directory.secretFile("alice-cli-secret")]
 
         let first = try SeedkitProcess.run(arguments + ["--page-limit", "25"])
         #expect(first.status == 0, "\(first.stderrText)")
@@ -67,25 +67,35 @@ struct SyncCommandTests {
     func wrongToken() throws {
         let server = try ServeProcess(secret: "right-secret")
         let run = try SeedkitProcess.run([
-            "sync", "--server", server.url, "--db", server.directory.path("app.db"), "--token", "wrong-token-7f3",
+            "sync", "--server", server.url, "--db", server.directory.path("app.db"), "--token-file",
+            try server.directory.secretFile("wrong-token-7f3"),
         ])
         #expect(run.status == 3)
         #expect(run.stderrText.contains("auth_required: the server refused the credential"))
         #expect(run.stderrText.contains("with a valid credential: seedkit sync --retry-after-error"))
         #expect(!(run.stderrText + run.stdoutText).contains("wrong-token-7f3"))
+        #expect(run.stderrText.contains("the server refused the user credential from the file "), "\(run.stderrText)")
+        // The JSON error event names its rule and exit status (issue #18).
+        let json = try SeedkitProcess.run([
+            "sync", "--server", server.url, "--db", server.directory.path("app.db"), "--token-file",
+            try server.directory.secretFile("wrong-token-7f3"), "--json",
+        ])
+        let last = try StrictJSONParser().parse(Array((json.lines.last ?? "").utf8)).objectValue
+        #expect(last?["event"]?.stringValue == "error" && last?["rule"]?.stringValue == "auth_required")
+        #expect(last?["exit_status"]?.numberValue?.exactInt64 == Int64(json.status))
         #expect(server.stop() == 0)
     }
 
     @Test("usage errors exit 2 and never echo the token", arguments: [
-        ["sync", "--db", "app.db", "--token", "tok-123"],
-        ["sync", "--server", "http://127.0.0.1:1", "--token", "tok-123"],
-        ["sync", "--server", "127.0.0.1:1", "--db", "app.db", "--token", "tok-123"],
-        ["sync", "--server", "http://127.0.0.1:1", "--db", "app.db", "--token", "tok-123", "--page-limit", "0"],
-        ["sync", "--server", "http://127.0.0.1:1", "--db", "app.db", "--token", "tok-123", "--app-version", "x"],
+        ["sync", "--db", "app.db"],
+        ["sync", "--server", "http://127.0.0.1:1"],
+        ["sync", "--server", "127.0.0.1:1", "--db", "app.db"],
+        ["sync", "--server", "http://127.0.0.1:1", "--db", "app.db", "--page-limit", "0"],
+        ["sync", "--server", "http://127.0.0.1:1", "--db", "app.db", "--app-version", "x"],
         ["sync", "--server", "http://127.0.0.1:1", "--db", "app.db", "tok-123"],
     ])
     func usage(arguments: [String]) throws {
-        let run = try SeedkitProcess.run(arguments)
+        let run = try SeedkitProcess.run(arguments, environment: ["SEEDKIT_TOKEN": "tok-123"])
         #expect(run.status == 2)
         #expect(!run.stderrText.contains("tok-123"))
     }
@@ -108,7 +118,7 @@ struct SyncBlockingErrorCommandTests {
     func retryAfterError() throws {
         let server = try SyncCommandTests.ServeProcess(secret: "blocking-secret")
         let database = server.directory.path("app.db")
-        let arguments = ["sync", "--server", server.url, "--db", database, "--token", "blocking-secret"]
+        let arguments = ["sync", "--server", server.url, "--db", database, "--token-file", try server.directory.secretFile("blocking-secret")]
         let first = try SeedkitProcess.run(arguments)
         #expect(first.status == 0, "\(first.stderrText)")
 

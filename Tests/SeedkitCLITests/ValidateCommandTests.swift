@@ -135,7 +135,7 @@ struct ValidateCommandTests {
         let run = try world.run(
             ["sync", "--server", world.server.baseURL, "--db", device, "--token-env", "SEEDKIT_UNSET_VARIABLE"])
         #expect(run.status == 2)
-        #expect(run.stderrText.contains("--token-env names a variable that is unset or empty"))
+        #expect(run.stderrText.contains("the environment variable SEEDKIT_UNSET_VARIABLE (--token-env) is unset or empty"))
     }
 
     // MARK: Helpers

@@ -103,7 +103,7 @@ struct VerbosityTests {
     func bothFlagsAreAUsageError(_ command: [String]) throws {
         let run = try SeedkitProcess.run(command + ["--quiet", "--verbose"])
         #expect(run.status == 2)
-        #expect(run.stderrText.hasPrefix("seedkit: --quiet and --verbose exclude each other\n"), "\(run.stderrText)")
+        #expect(run.stderrText.hasPrefix("seedkit: --quiet and --verbose exclude each other (usage)\n"), "\(run.stderrText)")
         #expect(run.stdoutText.isEmpty)
     }
 
@@ -367,7 +367,7 @@ struct VerbosityTests {
             process.executableURL = SeedkitProcess.executable
             process.arguments = [
                 "serve", "--dataset", dataset, "--rows", "20", "--db", directory.path("serve-\(mode).db"),
-                "--listen", "127.0.0.1:0", "--token", "alice=serve-secret-41",
+                "--listen", "127.0.0.1:0", "--token-file", try directory.secretFile("alice=serve-secret-41"),
             ] + flags
             let output = Pipe(), errors = Pipe()
             process.standardOutput = output

@@ -1,4 +1,5 @@
 import Foundation
+import SQLiteKit
 import SynchroProtocol
 import Testing
 import _SeedkitTestSupport
@@ -106,11 +107,50 @@ import _SeedkitTestSupport
         let verify = try SeedkitProcess.run(["verify", frame])
         #expect(verify.status == 2)
         #expect(verify.stderrText == "seedkit: \(frame): cannot be unpacked (checksum_mismatch: the decompressed "
-            + "content does not match the frame's content checksum)\n")
+            + "content does not match the frame's content checksum) (unpack_failed)\n")
         let json = try SeedkitProcess.run(["verify", frame, "--json"])
         let error = try StrictJSONParser().parse(Array(json.stdout.dropLast())).objectValue?["error"]?.objectValue
         #expect(error?["rule"]?.stringValue == "unpack_failed")
         #expect(error?["message"]?.stringValue == "\(frame): cannot be unpacked (checksum_mismatch: the decompressed "
             + "content does not match the frame's content checksum)")
+    }
+}
+
+/// Errors that say what to fix (issue #18): a plain SQLite file is one finding, "not a Synchro seed", exit 2 (not a
+/// FAIL line per missing table); an install whose destination directory cannot take files names the directory and
+/// the OS reason and exits 1, instead of calling the seed unusable.
+@Suite struct SeedInputErrorTests {
+    @Test func aPlainSQLiteFileIsOneFindingNotASynchroSeed() throws {
+        let directory = try TemporaryDirectory()
+        let plain = directory.path("plain.db")
+        let connection = try Connection(path: plain)
+        try connection.run("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+        for command in [["verify", plain], ["install", plain, "--to", directory.path("app.db")]] {
+            let run = try SeedkitProcess.run(command)
+            #expect(run.status == 2, "\(command): \(run.status)")
+            #expect(run.stdoutText.isEmpty, "\(command): \(run.stdoutText)")
+            #expect(run.stderrText == "seedkit: \(plain) is not a Synchro seed: it has no _synchro_meta table (the seed "
+                + "layout of spec/seed-format.md §2); nothing was checked further (not_a_seed)\n", "\(run.stderrText)")
+            let json = try SeedkitProcess.run(command + ["--json"])
+            #expect(json.lines.count == 1 && json.stdoutText.contains("\"rule\":\"not_a_seed\""))
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.path("app.db")))
+    }
+
+    @Test func anInstallIntoADirectoryThatCannotTakeFilesNamesItAndTheReason() throws {
+        let server = try RunningServer(rows: 20)
+        let directory = try TemporaryDirectory()
+        let seed = directory.path("seed.db")
+        let export = try SeedkitProcess.run(
+            ["export", "--source", server.baseURL, "--out", seed, "--quiet"],
+            environment: ["SEEDKIT_OPERATOR_TOKEN": RunningServer.operatorToken])
+        try #require(export.status == 0, "\(export.stderrText)")
+        for (destination, reason) in [
+            (directory.path("absent/app.db"), "No such file or directory"), (seed + "/app.db", "Not a directory"),
+        ] {
+            let run = try SeedkitProcess.run(["install", seed, "--to", destination])
+            #expect(run.status == 1, "\(run.stderrText)")
+            #expect(run.stderrText.contains(": \(reason) (io)") && !run.stderrText.contains("unusable"), "\(run.stderrText)")
+        }
     }
 }

@@ -23,6 +23,16 @@ public final class TemporaryDirectory: Sendable {
         return path
     }
 
+    /// Writes `secret` to a new 0600 file in the directory and returns its path: what a test passes as
+    /// `--token-file`, since no command takes a secret on the command line.
+    public func secretFile(_ secret: String) throws -> String {
+        let path = path(".secret-\(UUID().uuidString.lowercased())")
+        guard FileManager.default.createFile(
+            atPath: path, contents: Data((secret + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        else { throw CocoaError(.fileWriteUnknown) }
+        return path
+    }
+
     deinit {
         try? FileManager.default.removeItem(at: url)
     }

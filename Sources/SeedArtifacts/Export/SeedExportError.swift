@@ -40,6 +40,9 @@ public enum SeedExportError: Error, Sendable, CustomStringConvertible {
     case io(operation: String, path: String, errno: Int32)
     /// The written seed failed its publication verification.
     case verification(checks: [String])
+    /// The caller asked the export to stop (SIGINT or SIGTERM): a source wrapper throws it at the next page, and the
+    /// exporter abandons its scratch file as for any other failure.
+    case interrupted
 
     /// The stable snake_case rule name.
     public var rule: String {
@@ -61,6 +64,7 @@ public enum SeedExportError: Error, Sendable, CustomStringConvertible {
         case .storage: "storage_failed"
         case .io: "io_failed"
         case .verification: "verification_failed"
+        case .interrupted: "interrupted"
         }
     }
 
@@ -86,6 +90,7 @@ public enum SeedExportError: Error, Sendable, CustomStringConvertible {
         case .io(let operation, let path, let code):
             SystemError(operation: operation, path: path, code: code).description
         case .verification(let checks): "the written seed failed verification: \(checks.joined(separator: ", "))"
+        case .interrupted: "interrupted"
         }
     }
 }

@@ -1,3 +1,5 @@
+import SystemKit
+
 /// Why a seed file cannot be verified or installed at all ("unusable input", exit status 2): no check can run on it.
 /// Descriptions name the path and sizes only.
 public enum SeedInputError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -33,7 +35,7 @@ public enum SeedInputError: Error, Sendable, Equatable, CustomStringConvertible 
         switch self {
         case .notFound(let path): "\(path): no such file"
         case .notARegularFile(let path): "\(path): not a regular file"
-        case .unreadable(let path, let errno): "\(path): cannot be read (errno \(errno))"
+        case .unreadable(let path, let errno): SystemError(operation: "read", path: path, code: errno).description
         case .notSQLite(let path): "\(path): not an SQLite 3 database (wrong header)"
         case .truncated(let path, let bytes, let expected):
             "\(path): truncated (\(bytes) bytes, the header describes \(expected))"

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import SQLiteKit
 import Synchronization
+import SystemKit
 
 /// Verifies a seed database offline (`spec/seed-format.md`): first every publication check of the exporter (§6)
 /// on the file itself, opened read-only and `immutable=1`; then the device installer's validation (§7.1) on a
@@ -39,7 +40,8 @@ public enum SeedVerifier {
         let target = SeedStaging.Target.memory(name: "/seedkit-verify-\(uuid)", fallback: fallback)
         let run = SeedCheckRun.run(seed: source.databasePath, staged: target, options: options)
         if let failure = run.stagingFailure {
-            throw .temporaryFile(reason: "\(failure.operation) \(failure.path): errno \(failure.errno)")
+            throw .temporaryFile(
+                reason: SystemError(operation: failure.operation, path: failure.path, code: failure.errno).description)
         }
         return run.report
     }

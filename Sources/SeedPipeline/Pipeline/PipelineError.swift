@@ -18,6 +18,11 @@ public enum PipelineError: Error, Sendable, CustomStringConvertible {
     case embeddedServer(String)
     /// The publication could not be signed (the key failed, or the statement could not be encoded).
     case signing(SigningError)
+    /// Another run holds the publish directory's lock (`<parent>/.<name>.lock`); `holderPID` is the PID it
+    /// recorded. Nothing was read or written.
+    case locked(directory: String, holderPID: Int32?)
+    /// SIGINT or SIGTERM arrived before the first step (while waiting for the lock or preparing the source).
+    case interrupted
     /// A file operation on the scratch or publish directory failed.
     case io(operation: String, path: String, errno: Int32)
 
@@ -30,6 +35,8 @@ public enum PipelineError: Error, Sendable, CustomStringConvertible {
         case .source(let error): "source.\(error.rule)"
         case .embeddedServer: "embedded_server_failed"
         case .signing(let error): "signing.\(error.rule)"
+        case .locked: "locked"
+        case .interrupted: "interrupted"
         case .io: "io_failed"
         }
     }
@@ -38,7 +45,7 @@ public enum PipelineError: Error, Sendable, CustomStringConvertible {
     public var isInvalidInput: Bool {
         switch self {
         case .invalidDataset, .scopeNotPortable, .publishDirectoryNotPublication: true
-        case .source, .embeddedServer, .signing, .io: false
+        case .source, .embeddedServer, .signing, .io, .locked, .interrupted: false
         }
     }
 
@@ -54,6 +61,10 @@ public enum PipelineError: Error, Sendable, CustomStringConvertible {
         case .source(let error): "the source failed: \(error)"
         case .embeddedServer(let message): "the embedded reference server failed: \(message)"
         case .signing(let error): "signing failed: \(error)"
+        case .locked(let directory, let holder):
+            "\(directory) is locked by \(holder.map { "process \($0)" } ?? "another run") (locked): one run "
+                + "publishes at a time; run again once it has finished, or pass --wait SECONDS"
+        case .interrupted: "interrupted; nothing published"
         case .io(let operation, let path, let code):
             SystemError(operation: operation, path: path, code: code).description
         }

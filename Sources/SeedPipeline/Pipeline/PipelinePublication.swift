@@ -114,6 +114,45 @@ struct PipelinePublication {
         return published
     }
 
+    /// The publish directory's name.
+    var name: String { URL(fileURLWithPath: directory).lastPathComponent }
+
+    /// The lock file of the publish directory, beside it (the directory itself is swapped as a whole).
+    var lockPath: String {
+        URL(fileURLWithPath: parent).appendingPathComponent(".\(name).lock").path
+    }
+
+    /// The name prefix of the runs' scratch directories beside the publish directory.
+    var scratchPrefix: String { ".\(name).pipeline-" }
+
+    /// Takes the publish directory's lock (``AdvisoryLock``), creating the parent directory when missing.
+    func lock(wait: Duration?, isInterrupted: @escaping () -> Bool) throws(PipelineError) -> AdvisoryLock {
+        try PipelineError.io { () throws(SystemError) in try FileSystem.makeDirectory(parent, intermediate: true) }
+        do {
+            return try AdvisoryLock(path: lockPath, wait: wait, shouldStop: isInterrupted)
+        } catch {
+            switch error {
+            case .held(_, let holder):
+                if isInterrupted() { throw .interrupted }
+                throw .locked(directory: directory, holderPID: holder)
+            case .unavailable(let failure):
+                throw .io(operation: failure.operation, path: failure.path, errno: failure.code)
+            }
+        }
+    }
+
+    /// Removes every scratch directory of this publish directory; only called while holding its lock, when no
+    /// live run can own one. Returns the paths removed.
+    @discardableResult
+    func removeStaleScratch() -> [String] {
+        guard let entries = try? FileSystem.entries(parent) else { return [] }
+        let stale = entries.filter { $0.hasPrefix(scratchPrefix) }.sorted().map {
+            URL(fileURLWithPath: parent).appendingPathComponent($0).path
+        }
+        for path in stale { FileSystem.removeTree(path) }
+        return stale
+    }
+
     func path(_ name: String) -> String {
         URL(fileURLWithPath: directory).appendingPathComponent(name).path
     }

@@ -14,6 +14,9 @@ public struct PipelineReport: Sendable {
         case validated
         /// A step failed; the publish directory was not touched.
         case failed
+        /// SIGINT or SIGTERM stopped the run at a safe point before publishing; the publish directory was not
+        /// touched and the scratch directory was removed.
+        case interrupted
     }
 
     public let name: String
@@ -37,7 +40,7 @@ public struct PipelineReport: Sendable {
     }
 
     /// The run found nothing wrong.
-    public var passed: Bool { outcome != .failed }
+    public var passed: Bool { outcome != .failed && outcome != .interrupted }
 
     /// The final JSON Lines object: `{"event":"summary","outcome":…,"steps":[…],…}`.
     public var summaryJSON: JSONValue {

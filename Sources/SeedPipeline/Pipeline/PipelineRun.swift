@@ -36,9 +36,8 @@ struct PipelineRun {
         self.publication = publication
         self.options = options
         self.events = events
-        let name = URL(fileURLWithPath: publication.directory).lastPathComponent
         scratch = URL(fileURLWithPath: publication.parent)
-            .appendingPathComponent(".\(name).pipeline-\(UUID().uuidString.lowercased())").path
+            .appendingPathComponent(publication.scratchPrefix + UUID().uuidString.lowercased()).path
     }
 
     func path(_ name: String) -> String {
@@ -59,7 +58,7 @@ struct PipelineRun {
         defer { FileSystem.removeTree(scratch) }
         let sourceStarted = ContinuousClock.now
         let connection = try PipelineSourceConnection(
-            definition, probe: probe, scratch: scratch, wrap: options.wrapSource)
+            definition, probe: probe, scratch: scratch, wrap: options.wrapWithInterruption)
         defer { connection.stop() }
         events(.sourceReady(kind: definition.source.kind, seconds: PipelineRunner.seconds(since: sourceStarted)))
 
@@ -68,21 +67,31 @@ struct PipelineRun {
                 results.append(PipelineStepResult(step: step, outcome: .skipped))
                 continue
             }
-            guard !results.contains(where: { $0.outcome == .failed }) else {
+            guard !results.contains(where: { $0.outcome == .failed || $0.outcome == .interrupted }) else {
                 results.append(PipelineStepResult(step: step, outcome: .notRun))
                 continue
             }
+            // The safe point between steps: a stop requested before publish leaves the publish directory as it was.
+            CrashPoint.reached("pipeline.\(step.rawValue)")
+            guard !options.isInterrupted() else {
+                results.append(PipelineStepResult(step: step, outcome: .interrupted))
+                continue
+            }
             events(.stepStarted(step))
-            let result = perform(step, connection: connection)
+            var result = perform(step, connection: connection)
+            if result.failure?.rule == "interrupted" || (result.outcome == .failed && options.isInterrupted()) {
+                result = PipelineStepResult(step: step, outcome: .interrupted, seconds: result.seconds)
+            }
             events(.stepFinished(result))
             results.append(result)
         }
         let failed = results.contains { $0.outcome == .failed }
+        let interrupted = results.contains { $0.outcome == .interrupted }
         return PipelineReport(
             name: definition.name,
-            outcome: failed ? .failed : definition.runs(.publish) ? .published : .completed,
+            outcome: interrupted ? .interrupted : failed ? .failed : definition.runs(.publish) ? .published : .completed,
             upToDate: false, steps: results, publishDirectory: definition.publishDirectory,
-            seed: failed ? nil : published, export: export, verification: verification, pack: pack,
+            seed: failed || interrupted ? nil : published, export: export, verification: verification, pack: pack,
             rehearsal: rehearsal, seconds: PipelineRunner.seconds(since: started))
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import SeedArtifacts
 import SynchroProtocol
+import SystemKit
 
 /// How a pipeline run behaves beyond its definition.
 public struct PipelineRunOptions: Sendable {
@@ -11,14 +12,30 @@ public struct PipelineRunOptions: Sendable {
     public var force: Bool
     /// Wraps the export source before use (tests inject faults into pages here).
     public var wrapSource: (@Sendable (any SeedExportSource) -> any SeedExportSource)?
+    /// How long to wait for another run that holds the publish directory's lock; nil fails at once with
+    /// ``PipelineError/locked(directory:holderPID:)``.
+    public var lockWait: Duration?
+    /// Whether the run was asked to stop (SIGINT, SIGTERM): checked before each step and at every export page; a
+    /// stopped run removes its scratch directory and reports ``PipelineReport/Outcome/interrupted``.
+    public var isInterrupted: @Sendable () -> Bool
 
     public init(
         dryRun: Bool = false, force: Bool = false,
-        wrapSource: (@Sendable (any SeedExportSource) -> any SeedExportSource)? = nil
+        wrapSource: (@Sendable (any SeedExportSource) -> any SeedExportSource)? = nil, lockWait: Duration? = nil,
+        isInterrupted: @escaping @Sendable () -> Bool = { false }
     ) {
         self.dryRun = dryRun
         self.force = force
         self.wrapSource = wrapSource
+        self.lockWait = lockWait
+        self.isInterrupted = isInterrupted
+    }
+
+    /// ``wrapSource`` followed by the interruption check at every call.
+    var wrapWithInterruption: @Sendable (any SeedExportSource) -> any SeedExportSource {
+        { [wrapSource, isInterrupted] source in
+            InterruptibleExportSource(base: wrapSource?(source) ?? source, isInterrupted: isInterrupted)
+        }
     }
 }
 
@@ -34,8 +51,15 @@ public enum PipelineRunner {
     ) throws(PipelineError) -> PipelineReport {
         let started = ContinuousClock.now
         let publication = PipelinePublication(directory: definition.publishDirectory)
+        // A run that writes holds the publish directory's lock from before it looks at the publication until it
+        // returns, so a second run waits or is refused, and then finds the first one's publication up to date.
+        let lock = options.dryRun ? nil : try publication.lock(wait: options.lockWait, isInterrupted: options.isInterrupted)
+        defer { withExtendedLifetime(lock) {} }
+        if lock != nil { publication.removeStaleScratch() }
         try publication.checkReplaceable()
-        let probe = try PipelineSourceProbe.probe(definition, wrap: options.wrapSource)
+        guard !options.isInterrupted() else { throw .interrupted }
+        let probe = try PipelineSourceProbe.probe(definition, wrap: options.wrapWithInterruption)
+        guard !options.isInterrupted() else { throw .interrupted }
         let current = options.force ? nil : upToDate(definition, probe: probe, publication: publication)
         if options.dryRun || current != nil {
             let steps = PipelineStep.allCases.map { step in
@@ -50,6 +74,18 @@ public enum PipelineRunner {
         var run = try PipelineRun(
             definition: definition, probe: probe, publication: publication, options: options, events: events)
         return try run.execute(started: started)
+    }
+
+    /// `pipeline clean`: removes the scratch directories that dead runs of `definition` left beside its publish
+    /// directory (a run killed by SIGKILL or a power loss cannot remove its own), and returns their paths. It holds
+    /// the publish directory's lock while it does, so a live run's scratch is never touched: while one runs it fails
+    /// with ``PipelineError/locked(directory:holderPID:)``.
+    public static func clean(_ definition: PipelineDefinition) throws(PipelineError) -> [String] {
+        let publication = PipelinePublication(directory: definition.publishDirectory)
+        guard FileSystem.isDirectory(publication.parent) else { return [] }
+        let lock = try publication.lock(wait: nil, isInterrupted: { false })
+        defer { withExtendedLifetime(lock) {} }
+        return publication.removeStaleScratch()
     }
 
     /// The publication in place when the reuse rule holds (docs/pipelines.md, "Up to date"): it is complete and

@@ -16,6 +16,8 @@ public struct PipelineStepResult: Sendable {
         case reused
         /// A dry run: the step would run.
         case planned
+        /// SIGINT or SIGTERM stopped the run before or during the step; nothing after it ran.
+        case interrupted
     }
 
     public let step: PipelineStep

@@ -1,5 +1,7 @@
-/// Why ``HTTPServer/start(host:port:)`` failed. Descriptions name the failing step and the `errno`
-/// only.
+import SystemKit
+
+/// Why ``HTTPServer/start(host:port:)`` failed. Descriptions name the failing step and the operating system's
+/// reason (`strerror`, e.g. "Address already in use"), never request data.
 public enum HTTPServerError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The server is already running; stop it first.
     case alreadyRunning
@@ -18,9 +20,9 @@ public enum HTTPServerError: Error, Sendable, Hashable, CustomStringConvertible 
         switch self {
         case .alreadyRunning: "HTTP server is already running"
         case .invalidHost: "HTTP server host must be a numeric IPv4 or IPv6 address"
-        case .socket(let code): "HTTP server could not create a socket (errno \(code))"
-        case .bind(let code): "HTTP server could not bind its address (errno \(code))"
-        case .listen(let code): "HTTP server could not listen (errno \(code))"
+        case .socket(let code): "HTTP server could not create a socket: \(SystemError.reason(for: code))"
+        case .bind(let code): "HTTP server could not bind its address: \(SystemError.reason(for: code))"
+        case .listen(let code): "HTTP server could not listen: \(SystemError.reason(for: code))"
         case .daemonFailed: "HTTP server could not start libmicrohttpd"
         }
     }

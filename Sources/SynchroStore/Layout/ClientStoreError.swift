@@ -1,5 +1,6 @@
 import SQLiteKit
 import SynchroProtocol
+import SystemKit
 
 /// Why a database file's Synchro layout cannot be opened (`spec/client-store.md` §2).
 public enum StoreLayoutProblem: Sendable, Equatable, CustomStringConvertible {
@@ -111,7 +112,8 @@ public enum ClientStoreError: Error, Sendable, Equatable, CustomStringConvertibl
         case .invalidConfiguration(let reason): "invalid configuration: \(reason)"
         case .storeInUse(let path, let holder):
             "the store \(path) is in use by \(holder.map { "process \($0)" } ?? "another owner") (store_in_use)"
-        case .ownerLockUnavailable(let path, let errno): "cannot lock \(path) (errno \(errno))"
+        case .ownerLockUnavailable(let path, let errno):
+            SystemError(operation: "lock", path: path, code: errno).description
         case .closed: "the client store is closed"
         case .sqlite(let error): "SQLite: \(error)"
         }

@@ -15,11 +15,14 @@ struct Arguments {
     /// options the command accepts, so every command's help lists exactly what its parser takes.
     struct UsageError: Error {
         let message: String
+        /// The rule the command line broke, as the JSON error object names it (`usage` unless more precise).
+        var rule: String
         /// Set when the words asked for help: the accepted options, one per line.
         var help: String?
 
-        init(message: String, help: String? = nil) {
+        init(message: String, rule: String = "usage", help: String? = nil) {
             self.message = message
+            self.rule = rule
             self.help = help
         }
     }
@@ -71,8 +74,11 @@ struct Arguments {
                 }
                 values[name] = value
                 allValues[name, default: []].append(value)
+            } else if let refusal = SecretInput.refusal(name) {
+                throw refusal
             } else {
-                throw UsageError(message: "unknown option --\(name)")
+                throw UsageError(message: NearMiss.message(
+                    "unknown option --\(name)", word: name, among: allowedFlags.union(valued), prefix: "--"))
             }
         }
         verbosity = try Verbosity(flags: flags)

@@ -1,3 +1,5 @@
+import SeedArtifacts
+
 /// Routes `seedkit <command> …` to one subcommand and maps usage errors to exit status 2.
 enum CommandDispatcher {
     static let usage = """
@@ -9,9 +11,9 @@ enum CommandDispatcher {
           digest row [FILE]                   row identity and row checksum
           digest scope [FILE]                 scope checksum and cardinality
           digest push [FILE] --user ID        fingerprints and push-limit measures
-          serve --dataset DIR --token USER=SECRET [options]
+          serve --dataset DIR [--token-file FILE] [options]
                                               run the reference protocol 3 server
-          sync --server URL --db FILE --token-env VAR [--until-current] [--schema-reset] [options]
+          sync --server URL --db FILE [--token-env VAR] [--until-current] [--schema-reset] [options]
                                               one headless sync cycle of a client store
           validate --db FILE [--server URL --token-env VAR] [--json]
                                               every consistency check of a client store, read-only
@@ -20,11 +22,12 @@ enum CommandDispatcher {
           sql --db FILE [--json] SQL [ARG ...]
                                               one application SQL statement on a client store
           inspect --db FILE [--json]          a client store's sync state, without secrets
-          pack FILE [--out FILE.zst] [--level N] [--patch-from PREVIOUS.db] [--force] [--json]
+          pack FILE [--out FILE.zst] [--level N] [--workers N] [--patch-from PREVIOUS.db] [--force] [--json]
                                               compress a seed into one checksummed zstd frame (or a patch)
           unpack FILE.zst [--out FILE] [--max-output-bytes N] [--patch-from PREVIOUS.db] [--trusted-key PUB ...]
                  [--force] [--json]           decompress a packed seed, refusing damage and oversize
-          export --source URL --out FILE [--token-env VAR] [--scopes A,B] [--page-limit N] [--force] [--json]
+          export --source URL --out FILE [--token-env VAR | --token-file FILE] [--scopes A,B] [--page-limit N]
+                 [--wait SECONDS] [--force] [--json]
                                               export a verified portable seed from a server
           verify SEED.db[.zst] [--trusted-key PUB ...] [--json]
                                               every publication and device-installer check of a seed
@@ -33,16 +36,20 @@ enum CommandDispatcher {
                                               sign files into provenance.intoto.jsonl beside them
           install SEED.db[.zst] --to APP.db [--trusted-key PUB ...] [--json]
                                               install a seed as a device's first database, never overwriting
-          pipeline run FILE [--json] [--dry-run] [--force]
+          pipeline run FILE [--json] [--dry-run] [--force] [--wait SECONDS]
                                               export, verify, pack, install, rehearse and publish a seed
-          rehearse SEED.db[.zst] --server URL --token-env VAR [--rebuild-compare] [--trusted-key PUB ...] [--json]
+          pipeline clean FILE [--json]        remove the scratch directories of killed runs
+          rehearse SEED.db[.zst] --server URL --token-env VAR [--page-limit N] [--app-version V]
+                 [--rebuild-compare] [--trusted-key PUB ...] [--json]
                                               a seed's first sync on a copy installed as a device would
           help [COMMAND]                      this text, or one command's synopsis and options
+          --version                           the version (as recorded in evidence files)
           COMMAND --help                      the same for COMMAND
 
         Every command also takes --quiet (print only its results and errors) or --verbose (add detail on
         standard error: steps, scopes, timings, the files and URLs used); --json output is the same with either.
-        JSON input comes from FILE or standard input; see docs/cli.md.
+        JSON input comes from FILE or standard input; see docs/cli.md. No command takes a secret on the command
+        line: credentials come from environment variables (--token-env VAR) or files (--token-file FILE).
 
         """
 
@@ -52,6 +59,10 @@ enum CommandDispatcher {
             return .invalidInput
         }
         let rest = Array(words.dropFirst())
+        // `pipeline --help` (a group without its subcommand) is `help pipeline`, not a usage error.
+        if subcommands[command] != nil, let first = rest.first, first == "--help" || first == "-h" {
+            return help(command)
+        }
         do throws(Arguments.UsageError) {
             switch command {
             case "conformance": return try ConformanceCommand.run(rest)
@@ -71,6 +82,10 @@ enum CommandDispatcher {
             case "install": return try InstallCommand.run(rest)
             case "pipeline": return try PipelineCommand.run(rest)
             case "rehearse": return try RehearseCommand.run(rest)
+            case "--version", "version":
+                // The version recorded in every evidence file, so a CI log ties a seed to the binary that built it.
+                Terminal.out("seedkit \(SeedArtifacts.toolVersion)\n")
+                return .success
             case "help", "--help", "-h":
                 guard let topic = rest.first else {
                     Terminal.out(usage)
@@ -78,17 +93,28 @@ enum CommandDispatcher {
                 }
                 return help(topic)
             default:
-                throw Arguments.UsageError(message: "unknown command \(command)")
+                throw Arguments.UsageError(message: NearMiss.message(
+                    "unknown command \(command)", word: command, among: commands))
             }
         } catch {
             if let options = error.help {
                 Terminal.out(synopsis(command) + options)
                 return .success
             }
-            Terminal.err("seedkit: \(error.message)\n\n\(usage)")
+            let json = rest.prefix { $0 != "--" }.contains("--json")
+            FailureReport(rule: error.rule, message: error.message, status: .invalidInput)
+                .print(command: command, json: json)
+            let lines = synopsis(command)
+            Terminal.err(lines.isEmpty ? "run seedkit help for the commands\n" : lines + "run seedkit help \(command) for its options\n")
             return .invalidInput
         }
     }
+
+    /// Every command name, for "did you mean".
+    static let commands = [
+        "conformance", "digest", "serve", "sync", "validate", "rebuild", "sql", "inspect", "pack", "unpack", "export",
+        "verify", "install", "pipeline", "rehearse", "help",
+    ]
 
     /// Commands whose first word names a subcommand, and the one whose options `help` shows.
     private static let subcommands = ["conformance": "vectors", "digest": "push", "pipeline": "run"]

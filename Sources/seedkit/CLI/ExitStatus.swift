@@ -20,6 +20,9 @@ enum ExitStatus: Int32 {
     /// `verify`, `install`, `unpack`, `rehearse` with `--trusted-key`: the artifact is unsigned, wrongly signed,
     /// signed by an untrusted key, or differs from what was signed; nothing else was checked or written.
     case signatureRefused = 6
+    /// SIGINT or SIGTERM stopped the command at a safe point: its scratch files are removed and nothing was
+    /// published or installed (`interrupted; nothing published`).
+    case interrupted = 130
 }
 
 /// The `store_in_use` message every store-opening command prints (docs/cli.md, "One owner per store").
@@ -30,7 +33,11 @@ enum StoreInUse {
         (error as? ClientStoreError)?.rule == "store_in_use"
     }
 
-    static func report(_ error: any Error) {
-        Terminal.err("seedkit: \(error)\nseedkit: a store has one owner at a time; run again once it has finished\n")
+    static func report(_ error: any Error, json: Bool) {
+        FailureReport(
+            rule: "store_in_use",
+            message: "\(error)\nseedkit: a store has one owner at a time; run again once it has finished",
+            status: .locked
+        ).print(command: "sync", json: json)
     }
 }

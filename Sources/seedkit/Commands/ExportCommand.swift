@@ -1,19 +1,21 @@
 import Foundation
 import SeedArtifacts
+import SeedPipeline
 import SeedSources
 import SynchroProtocol
+import SystemKit
 
 /// `seedkit export`: one portable seed from a server's operator export routes, verified, published
 /// atomically, with `<out>.evidence.json` beside it (`spec/seed-format.md` §5). The library publishes the evidence
 /// before the seed (`SeedExporter.exportWithEvidence`), so a seed at the output path always has its evidence.
 ///
 /// The operator token is read from the environment variable named by `--token-env` (default
-/// `SEEDKIT_OPERATOR_TOKEN`), never from the command line, and never printed.
+/// `SEEDKIT_OPERATOR_TOKEN`) or the file `--token-file` names, never from the command line, and never printed.
 enum ExportCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(
             words, flags: ["json", "force"],
-            valued: ["source", "token-env", "out", "scopes", "page-limit"])
+            valued: ["source", "token-env", "token-file", "out", "scopes", "page-limit", "wait"])
         guard arguments.positionals.isEmpty else {
             throw Arguments.UsageError(message: "export takes no positional arguments")
         }
@@ -23,18 +25,47 @@ enum ExportCommand {
         guard let output = arguments.values["out"], !output.isEmpty else {
             throw Arguments.UsageError(message: "export needs --out FILE")
         }
-        let variable = arguments.values["token-env"] ?? "SEEDKIT_OPERATOR_TOKEN"
-        guard let token = ProcessInfo.processInfo.environment[variable], !token.isEmpty else {
-            throw Arguments.UsageError(message: "the environment variable \(variable) (--token-env) is not set")
+        guard let secret = try SecretInput.read(arguments, option: "token", defaultVariable: "SEEDKIT_OPERATOR_TOKEN")
+        else {
+            throw Arguments.UsageError(
+                message: "the operator token is needed: the variable SEEDKIT_OPERATOR_TOKEN, --token-env VAR or "
+                    + "--token-file FILE", rule: "credential_missing")
         }
+        let token = secret.value
         let options = try exportOptions(arguments)
+        let wait = try lockWait(arguments)
         let json = arguments.flags.contains("json")
         let console = arguments.console("export")
+        // One export per destination at a time (`.<out name>.lock` beside it), and SIGINT/SIGTERM end it at the next
+        // page.
+        Interruption.install()
+        let lock: AdvisoryLock
+        do {
+            // The exporter creates a missing parent directory; the lock file needs it first.
+            try? FileSystem.makeDirectory(FileSystem.split(output).directory, intermediate: true)
+            lock = try AdvisoryLock(path: lockPath(output), wait: wait, shouldStop: { Interruption.requested })
+        } catch {
+            switch error {
+            case .held(_, let holder) where !Interruption.requested:
+                report(rule: "locked", message: "\(output) is locked by \(holder.map { "process \($0)" } ?? "another export") "
+                    + "(locked): one export writes a destination at a time; run again once it has finished, or pass "
+                    + "--wait SECONDS", status: .locked, json: json)
+                return .locked
+            case .held:
+                report(rule: "interrupted", message: "interrupted; nothing published", status: .interrupted, json: json)
+                return .interrupted
+            case .unavailable(let failure):
+                report(rule: "io_failed", message: failure.description, status: .checkFailed, json: json)
+                return .checkFailed
+            }
+        }
+        defer { withExtendedLifetime(lock) {} }
         let display = ExportDisplay(console: console, progress: !json)
         do {
-            console.detail("source \(Console.displayURL(source)), operator credential from the variable \(variable), "
+            console.detail("source \(Console.displayURL(source)), operator credential from \(secret.source), "
                 + "page limit \(options.pageLimit)")
-            let exportSource = try HTTPExportSource(baseURL: source, operatorToken: token)
+            let exportSource = InterruptibleExportSource(
+                base: try HTTPExportSource(baseURL: source, operatorToken: token), isInterrupted: { Interruption.requested })
             let (evidence, evidencePath) = try SeedExporter.exportWithEvidence(
                 from: exportSource, to: output, options: options
             ) { event in
@@ -45,13 +76,37 @@ enum ExportCommand {
             return .success
         } catch let error as SeedExportError {
             display.finish()
-            report(error, json: json)
-            return error.isInputError ? .invalidInput : .checkFailed
+            if case .interrupted = error {
+                report(rule: "interrupted", message: "interrupted; nothing published", status: .interrupted, json: json)
+                return .interrupted
+            }
+            let status: ExitStatus = error.isInputError ? .invalidInput : .checkFailed
+            var message = "export failed: \(error)"
+            if case .refused(_, let code, _) = error, code == 401 || code == 403 {
+                message += "; the server refused the operator token from \(secret.source): fix it there"
+            }
+            report(rule: error.rule, message: message, status: status, json: json)
+            return status
         } catch {
             display.finish()
             Terminal.err("seedkit: export failed: \(error)\n")
             return .checkFailed
         }
+    }
+
+    /// The destination's lock file: hidden, beside it, like the export's own temporaries.
+    static func lockPath(_ output: String) -> String {
+        let url = URL(fileURLWithPath: output)
+        return url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).lock").path
+    }
+
+    /// `--wait SECONDS`: how long to wait for another export holding the destination.
+    private static func lockWait(_ arguments: Arguments) throws(Arguments.UsageError) -> Duration? {
+        guard let text = arguments.values["wait"] else { return nil }
+        guard let seconds = Int(text), (0...86_400).contains(seconds) else {
+            throw Arguments.UsageError(message: "--wait needs seconds in 0…86400")
+        }
+        return .seconds(seconds)
     }
 
     /// `--page-limit`, `--scopes` and `--force`.
@@ -94,16 +149,19 @@ enum ExportCommand {
             """)
     }
 
-    private static func report(_ error: SeedExportError, json: Bool) {
+    /// The failure as `{"error":{"rule","message","exit_status"}}` on standard output with `--json`, else on standard
+    /// error with its rule.
+    private static func report(rule: String, message: String, status: ExitStatus, json: Bool) {
         if json {
             let object = JSONValue.object(JSONObject([
                 JSONMember("error", .object(JSONObject([
-                    JSONMember("rule", .string(error.rule)), JSONMember("message", .string(error.description)),
+                    JSONMember("rule", .string(rule)), JSONMember("message", .string(message)),
+                    JSONMember("exit_status", .number(JSONNumber(Int64(status.rawValue)))),
                 ])))
             ]))
             Terminal.out(bytes: ((try? CanonicalJSON.encode(object)) ?? []) + [0x0A])
         } else {
-            Terminal.err("seedkit: export failed: \(error)\n")
+            Terminal.err("seedkit: \(message)\(message.contains("(\(rule))") ? "" : " (\(rule))")\n")
         }
     }
 }

@@ -12,6 +12,9 @@ enum InspectCommand {
         guard let path = arguments.values["db"], !path.isEmpty else {
             throw Arguments.UsageError(message: "inspect needs --db FILE")
         }
+        if let status = FailureReport.missing(path, command: "inspect", json: arguments.flags.contains("json")) {
+            return status
+        }
         // The inspection is the requested data: --quiet has nothing to drop.
         let console = arguments.console("inspect")
         let start = ContinuousClock.now
@@ -19,16 +22,16 @@ enum InspectCommand {
         do {
             store = try SqlCommand.openExistingStore(path: path)
         } catch {
-            Terminal.err("seedkit: \(error.message)\n")
-            return error.exitStatus
+            return error.report(command: "inspect", json: arguments.flags.contains("json"))
         }
         defer { store.close() }
         let inspection: ClientInspection
         do {
             inspection = try store.inspect()
         } catch {
-            Terminal.err("seedkit: cannot read the client store (\(error.rule)): \(error)\n")
-            return .checkFailed
+            return FailureReport(
+                rule: error.rule, message: "cannot read the client store (\(error.rule)): \(error)", status: .checkFailed
+            ).print(command: "inspect", json: arguments.flags.contains("json"))
         }
         console.detail("store \(path): \(inspection.scopes.count) scope(s) read in one snapshot", since: start)
         if arguments.flags.contains("json") {

@@ -1,5 +1,7 @@
 import SeedArtifacts
 import SynchroProtocol
+import SystemKit
+import Glibc
 
 /// `seedkit install SEED.db[.zst] --to APP.db [--json]`: installs a seed as a device's first database, exactly as
 /// the upstream Swift SDK's installer does, from ``SeedInstaller/install(seed:to:options:)``. Exit 0 when
@@ -15,6 +17,11 @@ enum InstallCommand {
         }
         let seed = arguments.positionals[0]
         let asJSON = arguments.flags.contains("json")
+        if let status = FailureReport.missing(seed, command: "install", json: asJSON) { return status }
+        if let failure = destinationDirectoryProblem(destination) {
+            return FailureReport(rule: "io", message: failure.description, status: .checkFailed)
+                .print(command: "install", json: asJSON)
+        }
         let console = arguments.console("install")
         let keys = try SignatureGate.trustedKeys(arguments)
         if let refused = SignatureGate.check(seed, keys: keys, asJSON: asJSON, console: console) { return refused }
@@ -29,8 +36,27 @@ enum InstallCommand {
             return .success
         } catch {
             console.detail("refused", since: start)
+            if case .invalidSeed(let report) = error,
+               let status = SeedReportOutput.notASeed(report, path: seed, command: "install", asJSON: asJSON)
+            {
+                return status
+            }
             return failed(error, asJSON: asJSON, console: console)
         }
+    }
+
+    /// Why nothing can be written beside `destination` (its directory missing, not a directory, or not writable),
+    /// as the system call that fails with its reason; checked first so the message names the directory and the OS
+    /// reason instead of an unpack failure of the seed.
+    static func destinationDirectoryProblem(_ destination: String) -> SystemError? {
+        let directory = FileSystem.split(destination).directory
+        var info = stat()
+        guard stat(directory, &info) == 0 else { return .last("use the directory", path: directory) }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            return SystemError(operation: "use the directory", path: directory, code: ENOTDIR)
+        }
+        guard access(directory, W_OK) == 0 else { return .last("write into", path: directory) }
+        return nil
     }
 
     private static func failed(_ error: SeedInstallError, asJSON: Bool, console: Console) -> ExitStatus {

@@ -21,6 +21,9 @@ enum PackCommand {
             options.workers = value
         }
         if let limit = try PackOutput.byteCount(arguments, "max-output-bytes") { options.maximumOutputBytes = limit }
+        if let status = FailureReport.missing(input, command: "pack", json: arguments.flags.contains("json")) {
+            return status
+        }
         options.patchFrom = arguments.values["patch-from"]
         let output = arguments.values["out"] ?? input + (options.patchFrom == nil ? ".zst" : ".patch.zst")
         let display = PackOutput(

@@ -4,36 +4,103 @@ import SeedPipeline
 import Synchronization
 import SynchroClient
 import SynchroProtocol
+import SystemKit
 
 /// `seedkit pipeline run FILE`: builds a seed as the pipeline file says — export, verify, pack, install,
 /// rehearse, publish — and reports each step (docs/pipelines.md). Exit status 0 when every step passed (or the
 /// publication is up to date, or a dry run found the file and source valid), 1 when a check failed, 2 for an
-/// invalid pipeline file or usage.
+/// invalid pipeline file or usage, 5 when another run holds the publish directory (`locked`), 130 when SIGINT or
+/// SIGTERM stopped it (`interrupted; nothing published`). `seedkit pipeline clean FILE` removes the scratch
+/// directories of dead runs.
 enum PipelineCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        guard words.first == "run" else {
-            throw Arguments.UsageError(message: "pipeline needs a subcommand: pipeline run FILE")
+        switch words.first {
+        case "run": return try runPipeline(Array(words.dropFirst()))
+        case "clean": return try clean(Array(words.dropFirst()))
+        default:
+            throw Arguments.UsageError(message: "pipeline needs a subcommand: pipeline run FILE or pipeline clean FILE")
         }
-        let arguments = try Arguments(Array(words.dropFirst()), flags: ["json", "dry-run", "force"])
+    }
+
+    private static func runPipeline(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
+        let arguments = try Arguments(words, flags: ["json", "dry-run", "force"], valued: ["wait"])
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
+        var wait: Duration?
+        if let text = arguments.values["wait"] {
+            guard let seconds = Int(text), (0...86_400).contains(seconds) else {
+                throw Arguments.UsageError(message: "--wait needs seconds in 0…86400")
+            }
+            wait = .seconds(seconds)
+        }
         let flags = arguments.flags
         let output = PipelineOutput(json: flags.contains("json"), console: arguments.console("pipeline"))
-        let definition: PipelineDefinition
-        do {
-            definition = try PipelineDefinition.load(file: arguments.positionals[0])
-        } catch {
-            output.error(rule: error.rule, member: error.member, message: "invalid pipeline file: \(error)")
-            return .invalidInput
-        }
+        guard let definition = load(arguments.positionals[0], output: output) else { return .invalidInput }
         output.begin(definition, dryRun: flags.contains("dry-run"))
-        let options = PipelineRunOptions(dryRun: flags.contains("dry-run"), force: flags.contains("force"))
+        // From here SIGINT and SIGTERM stop the run at its next safe point instead of killing it mid-write.
+        Interruption.install()
+        let options = PipelineRunOptions(
+            dryRun: flags.contains("dry-run"), force: flags.contains("force"), lockWait: wait,
+            isInterrupted: { Interruption.requested })
         do {
             let report = try PipelineRunner.run(definition, options: options, events: output.handler)
             output.finish(report)
+            if report.outcome == .interrupted {
+                output.error(rule: "interrupted", member: nil, message: PipelineError.interrupted.description,
+                             status: .interrupted)
+                return .interrupted
+            }
             return report.passed ? .success : .checkFailed
         } catch {
-            output.error(rule: error.rule, member: nil, message: "pipeline \(definition.name): \(error)")
-            return error.isInvalidInput ? .invalidInput : .checkFailed
+            let status: ExitStatus = switch error {
+            case .locked: .locked
+            case .interrupted: .interrupted
+            default: error.isInvalidInput ? .invalidInput : .checkFailed
+            }
+            var message = "pipeline \(definition.name): \(error)"
+            if case .source(.refused(_, let code, _)) = error, code == 401 || code == 403,
+               case .server(let server) = definition.source
+            {
+                message += "; the server refused the operator token from $\(server.operatorToken.variable): fix it there"
+            }
+            output.error(rule: error.rule, member: nil, message: message, status: status)
+            return status
+        }
+    }
+
+    /// `pipeline clean FILE`: removes the scratch directories of dead runs beside the publish directory.
+    private static func clean(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
+        let arguments = try Arguments(words, flags: ["json"])
+        try arguments.requirePositionals(atMost: 1, atLeast: 1)
+        let console = arguments.console("pipeline")
+        let output = PipelineOutput(json: arguments.flags.contains("json"), console: console)
+        guard let definition = load(arguments.positionals[0], output: output) else { return .invalidInput }
+        do {
+            let removed = try PipelineRunner.clean(definition)
+            if output.json {
+                output.event([
+                    JSONMember("event", .string("cleaned")),
+                    JSONMember("removed", .array(removed.map(JSONValue.string))),
+                ])
+            } else {
+                for path in removed { console.detail("removed \(path)") }
+                console.info("removed \(removed.count) stale scratch director\(removed.count == 1 ? "y" : "ies") of "
+                    + "\(definition.publishDirectory)\n")
+            }
+            return .success
+        } catch {
+            let status: ExitStatus = if case .locked = error { .locked } else { .checkFailed }
+            output.error(rule: error.rule, member: nil, message: "pipeline \(definition.name): \(error)", status: status)
+            return status
+        }
+    }
+
+    private static func load(_ file: String, output: PipelineOutput) -> PipelineDefinition? {
+        do {
+            return try PipelineDefinition.load(file: file)
+        } catch {
+            output.error(rule: error.rule, member: error.member, message: "invalid pipeline file: \(error)",
+                         status: .invalidInput)
+            return nil
         }
     }
 }
@@ -107,15 +174,23 @@ private final class PipelineOutput: Sendable {
         }
     }
 
-    func error(rule: String, member: String?, message: String) {
+    /// The closing error: a JSON `error` event with the rule, message and exit status, and the message (with the
+    /// rule) on standard error.
+    func error(rule: String, member: String?, message: String, status: ExitStatus) {
         progress?.clear()
         if json {
             Self.line(.object(JSONObject([
                 JSONMember("event", .string("error")), JSONMember("rule", .string(rule)),
                 JSONMember("member", member.map(JSONValue.string) ?? .null), JSONMember("message", .string(message)),
+                JSONMember("exit_status", .number(JSONNumber(Int64(status.rawValue)))),
             ])))
         }
-        Terminal.err("seedkit: \(message)\n")
+        Terminal.err("seedkit: \(message)\(message.contains("(\(rule))") ? "" : " (\(rule))")\n")
+    }
+
+    /// One JSON line of `members`.
+    func event(_ members: [JSONMember]) {
+        Self.line(.object(JSONObject(members)))
     }
 
     private static func line(_ value: JSONValue) {
@@ -367,6 +442,8 @@ enum PipelineText {
                 + report.steps.filter { $0.outcome != .skipped }.map(\.step.rawValue).joined(separator: ", ")
                 + (report.upToDate ? "; the publication is up to date\n" : "; a run would build a new publication\n")
         case .failed: "pipeline \(report.name) failed; nothing was published\n"
+        // Said on standard error, with the rule, by the closing error.
+        case .interrupted: ""
         }
     }
 }

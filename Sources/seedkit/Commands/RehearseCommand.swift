@@ -11,21 +11,19 @@ enum RehearseCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(
             words, flags: ["rebuild-compare", "json"],
-            valued: ["server", "token-env", "page-limit", "app-version", SignatureGate.option])
+            valued: ["server", "token-env", "token-file", "page-limit", "app-version", SignatureGate.option])
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         guard let server = arguments.values["server"], server.hasPrefix("http://") || server.hasPrefix("https://")
         else {
             throw Arguments.UsageError(message: "rehearse needs --server http(s)://HOST:PORT")
         }
-        guard let variable = arguments.values["token-env"], !variable.isEmpty else {
+        guard let token = try SecretInput.read(arguments, option: "token", defaultVariable: nil) else {
             throw Arguments.UsageError(
-                message: "rehearse needs --token-env VAR (the variable holding the test user's token)")
-        }
-        guard let token = ProcessInfo.processInfo.environment[variable], !token.isEmpty else {
-            throw Arguments.UsageError(message: "the environment variable \(variable) (--token-env) is not set")
+                message: "rehearse needs --token-env VAR or --token-file FILE (the test user's token)",
+                rule: "credential_missing")
         }
         var options = RehearsalOptions(
-            server: server, credential: token, rebuildCompare: arguments.flags.contains("rebuild-compare"))
+            server: server, credential: token.value, rebuildCompare: arguments.flags.contains("rebuild-compare"))
         if let text = arguments.values["page-limit"] {
             guard let limit = Int64(text), (1...1000).contains(limit) else {
                 throw Arguments.UsageError(message: "--page-limit needs a count in 1…1000")
@@ -44,7 +42,7 @@ enum RehearseCommand {
         let keys = try SignatureGate.trustedKeys(arguments)
         if let refused = SignatureGate.check(seed, keys: keys, asJSON: json, console: console) { return refused }
         console.detail("seed \(seed), installed in a new directory under \(NSTemporaryDirectory())")
-        console.detail("server \(Console.displayURL(server)), credential from the variable \(variable), app version "
+        console.detail("server \(Console.displayURL(server)), credential from \(token.source), app version "
             + "\(options.appVersion), page limit \(options.pageLimit)"
             + (options.rebuildCompare ? ", then a rebuild of every portable scope to compare" : ""))
         let start = ContinuousClock.now

@@ -6,13 +6,15 @@ import SystemKit
 
 /// `seedkit serve`: the reference protocol 3 server on loopback, until SIGINT or SIGTERM.
 ///
-/// Secrets may come from the environment instead of the command line (where other users of the
-/// machine could read them): `SEEDKIT_TOKENS="alice=secret1,bob=secret2"` and
-/// `SEEDKIT_OPERATOR_TOKEN=secret`.
+/// Secrets never come from the command line (where other users of the machine could read them): user credentials
+/// from `--token-file FILE` (one `USER=SECRET` per line) or `SEEDKIT_TOKENS="alice=secret1,bob=secret2"`, the
+/// operator token from `SEEDKIT_OPERATOR_TOKEN`, `--operator-token-env VAR` or `--operator-token-file FILE`.
 enum ServeCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(
-            words, valued: ["dataset", "rows", "listen", "db", "token", "operator-token", "min-client-version", "materialization-lag",
+            words, valued: [
+                "dataset", "rows", "listen", "db", "token-file", "operator-token-env", "operator-token-file",
+                "min-client-version", "materialization-lag",
             ])
         try arguments.requirePositionals(atMost: 0)
         guard let datasetPath = arguments.values["dataset"] else {
@@ -25,11 +27,20 @@ enum ServeCommand {
             rows = n
         }
         let environment = ProcessInfo.processInfo.environment
-        let credentials = try credentials(
-            (arguments.allValues["token"] ?? []) + (environment["SEEDKIT_TOKENS"].map(splitList) ?? []))
-        guard !credentials.isEmpty else {
-            throw Arguments.UsageError(message: "serve needs at least one --token USER=SECRET (or SEEDKIT_TOKENS)")
+        var pairs = environment["SEEDKIT_TOKENS"].map(splitList) ?? []
+        if let file = arguments.values["token-file"] {
+            pairs += try SecretInput.file(file, option: "--token-file").value
+                .split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty && !$0.hasPrefix("#") }
         }
+        let credentials = try credentials(pairs)
+        guard !credentials.isEmpty else {
+            throw Arguments.UsageError(
+                message: "serve needs user credentials: --token-file FILE (USER=SECRET lines) or SEEDKIT_TOKENS",
+                rule: "credential_missing")
+        }
+        let operatorToken = try SecretInput.read(
+            arguments, option: "operator-token", defaultVariable: "SEEDKIT_OPERATOR_TOKEN")
         var minimum: SemanticVersion?
         if let text = arguments.values["min-client-version"] {
             guard let version = SemanticVersion(text) else {
@@ -68,7 +79,7 @@ enum ServeCommand {
         let databasePath = arguments.values["db"] ?? scratch! + "/server.db"
         let configuration = ServerConfiguration(
             dataset: dataset, rowsOverride: rows, databasePath: databasePath, credentials: credentials,
-            operatorToken: arguments.values["operator-token"] ?? environment["SEEDKIT_OPERATOR_TOKEN"],
+            operatorToken: operatorToken?.value,
             minimumClientVersion: minimum, materialization: materialization)
         let console = arguments.console("serve")
         console.detail("dataset \(datasetPath)\(rows.map { ", \($0) rows" } ?? "")")
@@ -109,8 +120,8 @@ enum ServeCommand {
         do {
             bound = try server.start(host: host, port: port)
         } catch {
-            Terminal.err("seedkit: cannot listen on \(host):\(port): \(error)\n")
-            return .checkFailed
+            return FailureReport(rule: "listen_failed", message: "cannot listen on \(host):\(port): \(error)",
+                                 status: .checkFailed).print(command: "serve", json: false)
         }
         // The address is what a caller of `--listen HOST:0` needs, so it prints even when quiet.
         console.result("listening on http://\(host):\(bound)\n")
@@ -150,7 +161,7 @@ enum ServeCommand {
         for pair in pairs {
             guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex,
                   pair.index(after: equals) != pair.endIndex
-            else { throw Arguments.UsageError(message: "--token needs USER=SECRET") }
+            else { throw Arguments.UsageError(message: "a user credential needs the form USER=SECRET") }
             let user = String(pair[..<equals])
             let secret = String(pair[pair.index(after: equals)...])
             guard result[secret] == nil else { throw Arguments.UsageError(message: "two users share one secret") }

@@ -2,6 +2,7 @@ import Foundation
 import SQLiteKit
 import SynchroClient
 import SynchroProtocol
+import SystemKit
 
 /// `seedkit sql`: one statement through the client store's application SQL API, exactly as an app runs it.
 ///
@@ -19,24 +20,27 @@ enum SqlCommand {
         }
         let bindings = arguments.positionals.dropFirst().map(binding)
         let json = arguments.flags.contains("json")
+        if let status = FailureReport.missing(path, command: "sql", json: json) { return status }
         let console = arguments.console("sql")
 
         let store: ClientStore
         do {
             store = try openExistingStore(path: path)
         } catch {
-            Terminal.err("seedkit: \(error.message)\n")
-            return error.exitStatus
+            return error.report(command: "sql", json: json)
         }
         defer { store.close() }
         console.detail("store \(path), \(bindings.count) bound parameter(s)")
         do throws(ApplicationSQLError) {
             return try runStatement(sql, bindings, on: store, json: json, console: console)
         } catch {
-            Terminal.err("seedkit: statement refused (\(error.rule)): \(redactingLiterals(error.description))\n")
             // A closed store or a store failure is not the statement's fault. Compared by rule, not by pattern:
             // matching typed errors by pattern crashes the 6.3 compiler (see SyncCommand).
-            return error.rule == "closed" || error.rule == "store" ? .checkFailed : .invalidInput
+            let status: ExitStatus = error.rule == "closed" || error.rule == "store" ? .checkFailed : .invalidInput
+            return FailureReport(
+                rule: error.rule, message: "statement refused (\(error.rule)): \(redactingLiterals(error.description))",
+                status: status
+            ).print(command: "sql", json: json)
         }
     }
 
@@ -126,15 +130,24 @@ enum SqlCommand {
     /// Why a store could not be opened.
     struct StoreOpenError: Error {
         let message: String
+        /// The rule, as the JSON error object names it.
+        var rule: String = "store_unusable"
         /// `locked` when another process owns the store, else `checkFailed`.
         var exitStatus: ExitStatus = .checkFailed
+
+        /// Prints the failure for `command` and returns its exit status.
+        func report(command: String, json: Bool) -> ExitStatus {
+            FailureReport(rule: rule, message: message, status: exitStatus).print(command: command, json: json)
+        }
     }
 
     /// Opens an existing store (never creating one) with the client ID it is bound to. Opening migrates an
     /// older layout, as every open of the store does.
     static func openExistingStore(path: String) throws(StoreOpenError) -> ClientStore {
         guard FileManager.default.fileExists(atPath: path) else {
-            throw StoreOpenError(message: "cannot open the client store: \(path) does not exist")
+            throw StoreOpenError(
+                message: SystemError(operation: "open", path: path, code: ENOENT).description, rule: "not_found",
+                exitStatus: .invalidInput)
         }
         // A fresh store has no bound ID yet; any clean placeholder opens it, and nothing here persists it.
         let placeholder = "seedkit-cli"
@@ -149,9 +162,9 @@ enum SqlCommand {
             if StoreInUse.matches(error) {
                 throw StoreOpenError(
                     message: "\(error)\nseedkit: a store has one owner at a time; run again once it has finished",
-                    exitStatus: .locked)
+                    rule: "store_in_use", exitStatus: .locked)
             }
-            throw StoreOpenError(message: "cannot open the client store (\(error.rule)): \(error)")
+            throw StoreOpenError(message: "cannot open the client store (\(error.rule)): \(error)", rule: error.rule)
         }
     }
 }

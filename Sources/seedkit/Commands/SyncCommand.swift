@@ -12,8 +12,8 @@ import SynchroProtocol
 /// (``SyncCycle/acknowledgeBlockingError()``): without it a stored error refuses every sync.
 ///
 /// The store at `--db` is created on first use; its client ID is the one the store is bound to, else
-/// `--client-id`, else a new UUID. The bearer secret comes from the variable `--token-env` names (or
-/// `SEEDKIT_TOKEN`, or `--token`, where other users of the machine could read it); it is never printed.
+/// `--client-id`, else a new UUID. The bearer secret comes from the variable `--token-env` names, the file
+/// `--token-file` names, or `SEEDKIT_TOKEN` — never from the command line (``SecretInput``); it is never printed.
 enum SyncCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(
@@ -39,32 +39,24 @@ enum SyncCommand {
         }
     }
 
-    /// Names where ``credential(_:)`` reads the secret from.
-    static func credentialSource(_ arguments: Arguments) -> String {
-        if let variable = arguments.values["token-env"] { return "the variable \(variable)" }
-        return arguments.values["token"] != nil ? "--token" : "the variable SEEDKIT_TOKEN"
-    }
-
-    /// The bearer secret: from the variable `--token-env` names, else `--token`, else `SEEDKIT_TOKEN`.
-    static func credential(_ arguments: Arguments) throws(Arguments.UsageError) -> String {
-        let environment = ProcessInfo.processInfo.environment
-        if let variable = arguments.values["token-env"] {
-            guard let token = environment[variable], !token.isEmpty else {
-                throw Arguments.UsageError(message: "--token-env names a variable that is unset or empty")
-            }
-            return token
+    /// The bearer secret: from the variable `--token-env` names, the file `--token-file` names, else
+    /// `SEEDKIT_TOKEN`.
+    static func credential(_ arguments: Arguments) throws(Arguments.UsageError) -> SecretInput {
+        guard let secret = try SecretInput.read(arguments, option: "token", defaultVariable: "SEEDKIT_TOKEN") else {
+            throw Arguments.UsageError(
+                message: "a credential is needed: --token-env VAR, --token-file FILE or the variable SEEDKIT_TOKEN",
+                rule: "credential_missing")
         }
-        guard let token = arguments.values["token"] ?? environment["SEEDKIT_TOKEN"], !token.isEmpty else {
-            throw Arguments.UsageError(message: "a credential is needed: --token-env VAR, --token or SEEDKIT_TOKEN")
-        }
-        return token
+        return secret
     }
 }
 
 /// What `sync` and `rebuild` share: the options, the store, the transport and the cycle.
 enum SyncSession {
     /// The valued options both commands accept.
-    static let options: Set<String> = ["server", "db", "token", "token-env", "client-id", "app-version", "page-limit"]
+    static let options: Set<String> = [
+        "server", "db", "token-env", "token-file", "client-id", "app-version", "page-limit",
+    ]
     /// The flags both commands accept.
     static let flags: Set<String> = ["json", "require-tls"]
 
@@ -100,7 +92,9 @@ enum SyncSession {
             guard let path = arguments.values["db"], !path.isEmpty else {
                 throw Arguments.UsageError(message: "\(command) needs --db FILE")
             }
-            token = try SyncCommand.credential(arguments)
+            let secret = try SyncCommand.credential(arguments)
+            token = secret.value
+            credentialSource = secret.source
             appVersion = arguments.values["app-version"] ?? "1.0.0"
             guard SemanticVersion(appVersion) != nil else {
                 throw Arguments.UsageError(message: "--app-version needs a SemVer version")
@@ -118,7 +112,6 @@ enum SyncSession {
             clientID = arguments.values["client-id"]
             json = arguments.flags.contains("json")
             console = arguments.console(command)
-            credentialSource = SyncCommand.credentialSource(arguments)
         }
     }
 
@@ -133,21 +126,24 @@ enum SyncSession {
         let console = options.console
         let existed = FileManager.default.fileExists(atPath: options.path)
         guard createStore || existed else {
-            Terminal.err("seedkit: cannot open the client store: \(options.path) does not exist\n")
-            return .invalidInput
+            return FailureReport.missingInput(options.path).print(command: "sync", json: options.json)
         }
         let store: ClientStore
         do {
             store = try openStore(path: options.path, clientID: options.clientID)
         } catch let error as StoreOpenError {
-            Terminal.err("seedkit: \(error.message)\n")
-            return error.isUsage ? .invalidInput : .checkFailed
+            return FailureReport(
+                rule: error.isUsage ? "invalid_client_id" : "store_unusable", message: error.message,
+                status: error.isUsage ? .invalidInput : .checkFailed
+            ).print(command: "sync", json: options.json)
         } catch where StoreInUse.matches(error) {
-            StoreInUse.report(error)
+            StoreInUse.report(error, json: options.json)
             return .locked
         } catch {
-            Terminal.err("seedkit: cannot open the client store: \(error)\n")
-            return .checkFailed
+            return FailureReport(
+                rule: "store_unusable",
+                message: "cannot open the client store: \(error)", status: .checkFailed
+            ).print(command: "sync", json: options.json)
         }
         defer { store.close() }
         console.detail("store \(options.path)\(existed ? "" : " (created)")")
@@ -158,8 +154,9 @@ enum SyncSession {
             transport = try HTTPSyncTransport(
                 baseURL: options.server, credential: options.token, appVersion: options.appVersion)
         } catch {
-            Terminal.err("seedkit: cannot set up the transport: \(error)\n")
-            return .checkFailed
+            return FailureReport(
+                rule: "transport_failed", message: "cannot set up the transport: \(error)", status: .checkFailed
+            ).print(command: "sync", json: options.json)
         }
         let context = SyncContext(
             store: store, transport: transport, platform: "linux", appVersion: options.appVersion,
@@ -174,12 +171,19 @@ enum SyncSession {
             console.detail("failed", since: start)
             if case .retriesExhausted = error {
                 let deadline = (try? store.backoff())?.nextRetryAtMilliseconds
-                output.failure(error, nextAttempt: deadline, now: store.configuration.clock.nowMilliseconds())
+                output.failure(
+                    error, status: .retriesExhausted, nextAttempt: deadline,
+                    now: store.configuration.clock.nowMilliseconds())
                 return .retriesExhausted
             }
-            output.failure(error)
-            if case .blocked = error { return .blocked }
-            return .checkFailed
+            let status: ExitStatus = if case .blocked = error { .blocked } else { .checkFailed }
+            output.failure(error, status: status)
+            if error.code == "auth_required" || error.code == "forbidden" {
+                // Which credential to fix: the user's, from where it was read.
+                Terminal.err("seedkit: the server refused the user credential from \(options.credentialSource); "
+                    + "fix it there\n")
+            }
+            return status
         }
     }
 
@@ -278,11 +282,13 @@ struct SyncOutput: Sendable {
 
     /// Prints a failed cycle; `nextAttempt` (Unix epoch milliseconds) is the stored backoff deadline after retries
     /// ran out, said in words and as `next_attempt_at_ms`.
-    func failure(_ error: SyncCycleError, nextAttempt: Int64? = nil, now: Int64 = 0) {
+    func failure(_ error: SyncCycleError, status: ExitStatus, nextAttempt: Int64? = nil, now: Int64 = 0) {
         var hint = ""
         var members = [
             JSONMember("event", .string("error")), JSONMember("message", .string(error.description)),
             JSONMember("code", .string(error.code)), JSONMember("retryable", .bool(error.isRetryable)),
+            JSONMember("rule", .string(error.code)),
+            JSONMember("exit_status", .number(JSONNumber(Int64(status.rawValue)))),
         ]
         if let nextAttempt {
             members.append(JSONMember("next_attempt_at_ms", .number(JSONNumber(nextAttempt))))
@@ -302,7 +308,7 @@ struct SyncOutput: Sendable {
         if json, let bytes = try? CanonicalJSON.encode(.object(JSONObject(members))) {
             Terminal.out(bytes: bytes + [UInt8(ascii: "\n")])
         }
-        Terminal.err("seedkit: sync failed: \(error)\n\(hint)")
+        Terminal.err("seedkit: \(FailureReport.text("sync failed: \(error)", rule: error.code))\n\(hint)")
     }
 
     /// What a stored blocking error's code means (the engine's dispatch table, else the local causes it records).

@@ -31,6 +31,9 @@ enum UnpackCommand {
             options.expectedSHA256 = digest
         }
         if let limit = try PackOutput.byteCount(arguments, "max-output-bytes") { options.maximumOutputBytes = limit }
+        if let status = FailureReport.missing(input, command: "unpack", json: arguments.flags.contains("json")) {
+            return status
+        }
         let display = PackOutput(
             command: "unpack", input: input, json: arguments.flags.contains("json"), console: console)
         options.progress = display.progress

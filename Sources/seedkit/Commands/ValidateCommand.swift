@@ -10,7 +10,7 @@ import SynchroProtocol
 /// 2 for a wrong invocation or a missing file.
 enum ValidateCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(words, flags: ["json"], valued: ["db", "server", "token-env", "app-version"])
+        let arguments = try Arguments(words, flags: ["json"], valued: ["db", "server", "token-env", "token-file", "app-version"])
         guard arguments.positionals.isEmpty else {
             throw Arguments.UsageError(message: "validate takes no positional arguments")
         }
@@ -18,9 +18,8 @@ enum ValidateCommand {
             throw Arguments.UsageError(message: "validate needs --db FILE")
         }
         let server = try serverOptions(arguments)
-        guard FileManager.default.fileExists(atPath: path) else {
-            Terminal.err("seedkit: cannot validate: \(path) does not exist\n")
-            return .invalidInput
+        if let status = FailureReport.missing(path, command: "validate", json: arguments.flags.contains("json")) {
+            return status
         }
         let console = arguments.console("validate")
         console.detail("store \(path), opened read-only")
@@ -30,7 +29,7 @@ enum ValidateCommand {
         do {
             if let server {
                 console.detail("comparing with \(Console.displayURL(server.url)), credential from "
-                    + SyncCommand.credentialSource(arguments))
+                    + server.source)
                 let transport = try HTTPSyncTransport(
                     baseURL: server.url, credential: server.token, appVersion: server.appVersion)
                 validation = try validator.validate(against: transport)
@@ -53,27 +52,29 @@ enum ValidateCommand {
         return validation.isValid ? .success : .checkFailed
     }
 
-    /// `--server`, `--token-env` and `--app-version` go together; the secret is read from the environment only.
+    /// `--server`, `--token-env` (or `--token-file`) and `--app-version` go together; the secret is read from the
+    /// environment or a file only.
     private static func serverOptions(
         _ arguments: Arguments
-    ) throws(Arguments.UsageError) -> (url: String, token: String, appVersion: String)? {
+    ) throws(Arguments.UsageError) -> (url: String, token: String, source: String, appVersion: String)? {
         guard let url = arguments.values["server"] else {
-            guard arguments.values["token-env"] == nil else {
-                throw Arguments.UsageError(message: "--token-env needs --server URL")
+            guard arguments.values["token-env"] == nil && arguments.values["token-file"] == nil else {
+                throw Arguments.UsageError(message: "--token-env and --token-file need --server URL")
             }
             return nil
         }
         guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
             throw Arguments.UsageError(message: "--server needs an http:// or https:// URL")
         }
-        guard arguments.values["token-env"] != nil else {
-            throw Arguments.UsageError(message: "--server needs --token-env VAR")
+        guard arguments.values["token-env"] != nil || arguments.values["token-file"] != nil else {
+            throw Arguments.UsageError(message: "--server needs --token-env VAR or --token-file FILE")
         }
         let appVersion = arguments.values["app-version"] ?? "1.0.0"
         guard SemanticVersion(appVersion) != nil else {
             throw Arguments.UsageError(message: "--app-version needs a SemVer version")
         }
-        return (url, try SyncCommand.credential(arguments), appVersion)
+        let secret = try SyncCommand.credential(arguments)
+        return (url, secret.value, secret.source, appVersion)
     }
 
     /// The JSON form documented in docs/cli.md.

@@ -12,6 +12,7 @@ enum VerifyCommand {
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         let path = arguments.positionals[0]
         let asJSON = arguments.flags.contains("json")
+        if let status = FailureReport.missing(path, command: "verify", json: asJSON) { return status }
         let console = arguments.console("verify")
         let keys = try SignatureGate.trustedKeys(arguments)
         if let refused = SignatureGate.check(path, keys: keys, asJSON: asJSON, console: console) { return refused }
@@ -24,6 +25,9 @@ enum VerifyCommand {
             return SeedReportOutput.unusable(rule: error.rule, message: error.description, asJSON: asJSON)
         }
         console.detail("\(report.checks) checks, \(report.rows) rows re-digested", since: start)
+        if let status = SeedReportOutput.notASeed(report, path: path, command: "verify", asJSON: asJSON) {
+            return status
+        }
         SeedReportOutput.print(report, asJSON: asJSON, success: "seed verified", console: console)
         return report.ok ? .success : .checkFailed
     }
@@ -63,12 +67,23 @@ enum SeedReportOutput {
     }
 
     /// Input that is not a usable seed: exit status 2, with `{"error":…}` on standard output under `--json`.
-    static func unusable(rule: String, message: String, asJSON: Bool) -> ExitStatus {
-        if asJSON {
-            Terminal.out(bytes: (try? CanonicalJSON.encode(ToolError(rule: rule, message: message).json)) ?? [])
-            Terminal.out("\n")
-        }
-        Terminal.err("seedkit: \(message)\n")
-        return .invalidInput
+    static func unusable(rule: String, message: String, asJSON: Bool, status: ExitStatus = .invalidInput)
+        -> ExitStatus
+    {
+        FailureReport(rule: rule, message: message, status: status).print(command: "verify", json: asJSON)
+    }
+
+    /// A database without the seed layout at all (no `_synchro_meta`: a plain SQLite file) is one finding, "not a
+    /// Synchro seed", exit status 2 — not one failure per missing table. Nil when `report` is about a seed.
+    static func notASeed(_ report: SeedVerificationReport, path: String, command: String, asJSON: Bool)
+        -> ExitStatus?
+    {
+        guard report.findings.contains(where: { $0.check.name == "internal_table_shape" && $0.table == "_synchro_meta" })
+        else { return nil }
+        return FailureReport(
+            rule: "not_a_seed",
+            message: "\(path) is not a Synchro seed: it has no _synchro_meta table (the seed layout of "
+                + "spec/seed-format.md §2); nothing was checked further", status: .invalidInput
+        ).print(command: command, json: asJSON)
     }
 }
