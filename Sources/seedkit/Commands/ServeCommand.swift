@@ -12,7 +12,7 @@ import SystemKit
 enum ServeCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(
-            words, valued: ["dataset", "rows", "listen", "db", "token", "operator-token", "min-client-version", "materialization-lag",
+            words, valued: ["dataset", "rows", "listen", "db", "store", "token", "operator-token", "min-client-version", "materialization-lag",
             ])
         try arguments.requirePositionals(atMost: 0)
         guard let datasetPath = arguments.values["dataset"] else {
@@ -53,10 +53,17 @@ enum ServeCommand {
             Terminal.err("seedkit: invalid dataset: \(error)\n")
             return .invalidInput
         }
-        // Without --db the database lives in a private directory (0700, the file 0600) removed when serve exits:
+        let postgresStore = arguments.values["store"]
+        if let postgresStore {
+            guard arguments.values["db"] == nil else { throw Arguments.UsageError(message: "serve takes --db or --store, not both") }
+            guard postgresStore.hasPrefix("postgresql://") || postgresStore.hasPrefix("postgres://")
+                || postgresStore.contains("=")
+            else { throw Arguments.UsageError(message: "--store needs a PostgreSQL connection string (postgresql://… or key=value)") }
+        }
+        // Without --db or --store the database lives in a private directory (0700, the file 0600) removed when serve exits:
         // it holds the server's HMAC keys and every row.
         var scratch: String?
-        if arguments.values["db"] == nil {
+        if arguments.values["db"] == nil && postgresStore == nil {
             do {
                 scratch = try PrivateFiles.makeTemporaryDirectory(prefix: "seedkit-serve")
             } catch {
@@ -65,14 +72,16 @@ enum ServeCommand {
             }
         }
         defer { if let scratch { FileSystem.removeTree(scratch) } }
-        let databasePath = arguments.values["db"] ?? scratch! + "/server.db"
-        let configuration = ServerConfiguration(
+        let databasePath = arguments.values["db"] ?? scratch.map { $0 + "/server.db" } ?? ""
+        var configuration = ServerConfiguration(
             dataset: dataset, rowsOverride: rows, databasePath: databasePath, credentials: credentials,
             operatorToken: arguments.values["operator-token"] ?? environment["SEEDKIT_OPERATOR_TOKEN"],
             minimumClientVersion: minimum, materialization: materialization)
+        configuration.postgresStore = postgresStore
         let console = arguments.console("serve")
         console.detail("dataset \(datasetPath)\(rows.map { ", \($0) rows" } ?? "")")
-        console.detail("database \(databasePath)")
+        // A connection string may carry a password: only the kind of store is printed.
+        console.detail(postgresStore == nil ? "database \(databasePath)" : "database PostgreSQL (--store)")
         console.detail("\(credentials.count) user credential(s), operator routes "
             + (configuration.operatorToken == nil ? "disabled" : "enabled"))
         if let minimum { console.detail("minimum client version \(minimum)") }
