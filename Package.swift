@@ -53,7 +53,7 @@ let package = Package(
             path: "Benchmarks/seedkit-bench"),
 
         .target(
-            name: "_SeedkitTestSupport", dependencies: ["SynchroServer", "SynchroHTTP", "SynchroProtocol"],
+            name: "_SeedkitTestSupport", dependencies: ["SynchroServer", "SynchroHTTP", "SynchroProtocol", "PostgresKit"],
             path: "Tests/_SeedkitTestSupport"),
         .testTarget(name: "ArchitectureTests"),
         .testTarget(name: "SystemKitTests", dependencies: ["SystemKit", "_SeedkitTestSupport"]),

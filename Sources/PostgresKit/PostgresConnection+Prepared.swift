@@ -24,6 +24,18 @@ extension PostgresConnection {
         }
     }
 
+    /// Runs a script of statements without parameters (DDL), in one round trip; results are discarded.
+    public func executeScript(_ script: String) throws(PostgresError) {
+        let handle = try live()
+        guard let result = PQexec(handle, script) else { throw failure(nil) }
+        defer { PQclear(result) }
+        do {
+            try PostgresResultReader.check(result)
+        } catch {
+            throw failure(error)
+        }
+    }
+
     /// Runs the prepared statement `name` with `parameters` and returns its result with every column in binary
     /// format (``PostgresResult`` decodes the common types).
     public func executePrepared(_ name: String, _ parameters: [PostgresParameter]) throws(PostgresError) -> PostgresResult {

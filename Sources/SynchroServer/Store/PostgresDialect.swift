@@ -29,10 +29,12 @@ enum PostgresDialect {
     static func translate(_ sql: String) -> String {
         var words = tokens(numberingParameters(sql))
         var suffix = ""
-        if let insert = words.firstIndex(where: { $0.uppercased() == "INSERT" }), insert + 2 < words.count,
-           words[insert + 1].uppercased() == "OR" {
-            let mode = words[insert + 2].uppercased()
-            words.removeSubrange((insert + 1)...(insert + 2))
+        let significant = words.indices.filter { !words[$0].allSatisfy(\.isWhitespace) }
+        if let first = significant.firstIndex(where: { words[$0].uppercased() == "INSERT" }), first + 2 < significant.count,
+           words[significant[first + 1]].uppercased() == "OR" {
+            let insert = significant[first]
+            let mode = words[significant[first + 2]].uppercased()
+            words.removeSubrange((insert + 1)...significant[first + 2])
             let (table, columns) = insertTarget(words, after: insert)
             if mode == "IGNORE" {
                 suffix = " ON CONFLICT DO NOTHING"

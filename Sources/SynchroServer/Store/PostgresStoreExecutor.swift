@@ -33,7 +33,7 @@ final class PostgresStoreExecutor: StoreExecutor {
     }
 
     func execute(_ script: String) throws {
-        try connection.execute(script)
+        try connection.executeScript(script)
     }
 
     func transaction<Value>(_ body: () throws -> Value) throws -> Value {
