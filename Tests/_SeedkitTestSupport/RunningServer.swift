@@ -25,6 +25,12 @@ public final class RunningServer: @unchecked Sendable {
         public let headers: [(String, String)]
         public let body: [UInt8]
 
+        public init(status: Int, headers: [(String, String)], body: [UInt8]) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+        }
+
         public var json: JSONValue { (try? StrictJSONParser().parse(body)) ?? .null }
         public var object: JSONObject { json.objectValue ?? JSONObject([]) }
         public var errorCode: String? { object["error"]?.objectValue?["code"]?.stringValue }

@@ -49,8 +49,13 @@ enum PostgresDialect {
         while index < words.count {
             let word = words[index]
             switch word.uppercased() {
-            case "INDEXED" where index + 1 < words.count && words[index + 1].uppercased() == "BY":
-                index += 3
+            case "INDEXED":
+                // `INDEXED BY name`: a SQLite planner hint; PostgreSQL plans without it.
+                var skipped = 0
+                while index < words.count && skipped < 3 {
+                    if !words[index].allSatisfy(\.isWhitespace) { skipped += 1 }
+                    index += 1
+                }
                 continue
             case "X" where index + 1 < words.count && words[index + 1].hasPrefix("'"):
                 // A blob literal: X'00ff' is '\x00ff'::bytea.
