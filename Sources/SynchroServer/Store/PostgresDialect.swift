@@ -56,6 +56,7 @@ enum PostgresDialect {
                     if !words[index].allSatisfy(\.isWhitespace) { skipped += 1 }
                     index += 1
                 }
+                while index < words.count && words[index].allSatisfy(\.isWhitespace) { index += 1 }
                 continue
             case "X" where index + 1 < words.count && words[index + 1].hasPrefix("'"):
                 // A blob literal: X'00ff' is '\x00ff'::bytea.
