@@ -98,11 +98,17 @@ public final class RunningServer: @unchecked Sendable {
 
     /// Creates an empty database in the shared cluster and returns its connection string.
     private static func newPostgresDatabase() throws -> String {
+        let name = try newPostgresDatabaseName()
+        return try PostgresCluster.shared().socketConnectionString(database: name)
+    }
+
+    /// Creates an empty database in the shared cluster and returns its name.
+    public static func newPostgresDatabaseName() throws -> String {
         let cluster = try PostgresCluster.shared()
         let name = "seedkit_server_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
         let admin = try PostgresConnection(connectionString: cluster.socketConnectionString())
         try admin.execute("CREATE DATABASE \(name)")
-        return cluster.socketConnectionString(database: name)
+        return name
     }
 
     /// Sends `body` exactly as given.
