@@ -13,11 +13,11 @@ final class PostgresStoreExecutor: StoreExecutor {
     private var prepared: [String: PostgresStoreStatement] = [:]
     private(set) var changes = 0
 
-    /// Connects and selects the server's schema (created when absent).
+    /// Connects and selects the server's schema (``ServerStore`` creates it, under the writer lock: two
+    /// concurrent `CREATE SCHEMA IF NOT EXISTS` can fail on PostgreSQL).
     init(connectionString: String) throws {
         connection = try PostgresConnection(connectionString: connectionString)
         try connection.execute("SET client_min_messages = warning")
-        try connection.execute("CREATE SCHEMA IF NOT EXISTS \(PostgresDialect.schemaName)")
         try connection.execute("SET search_path = \(PostgresDialect.schemaName)")
     }
 

@@ -56,6 +56,7 @@ final class ServerStore {
         checkpointer = nil
         checkpointFrames = 0
         try db.transaction {
+            try db.execute("CREATE SCHEMA IF NOT EXISTS \(PostgresDialect.schemaName)")
             let exists = try db.cachedStatement("SELECT to_regclass('server_meta') IS NOT NULL").scalar()
             if exists?.integerValue == 1 {
                 let layout = try metaInteger(Self.layoutVersionKey)
