@@ -27,7 +27,7 @@ let package = Package(
         .target(name: "SynchroStore", dependencies: ["SynchroProtocol", "SQLiteKit", "SystemKit"]),
         .target(name: "SynchroClient", dependencies: ["SynchroProtocol", "SQLiteKit", "SynchroStore", "SystemKit"]),
         .target(
-            name: "SynchroServer", dependencies: ["SynchroProtocol", "SQLiteKit", "SystemKit", "CMicroHTTPD", "CCrypto"]),
+            name: "SynchroServer", dependencies: ["SynchroProtocol", "SQLiteKit", "PostgresKit", "SystemKit", "CMicroHTTPD", "CCrypto"]),
         .target(
             name: "SeedArtifacts",
             dependencies: ["SynchroProtocol", "SQLiteKit", "SynchroStore", "SystemKit", "CZstd", "CCrypto"]),
@@ -53,7 +53,7 @@ let package = Package(
             path: "Benchmarks/seedkit-bench"),
 
         .target(
-            name: "_SeedkitTestSupport", dependencies: ["SynchroServer", "SynchroHTTP", "SynchroProtocol"],
+            name: "_SeedkitTestSupport", dependencies: ["SynchroServer", "SynchroHTTP", "SynchroProtocol", "PostgresKit"],
             path: "Tests/_SeedkitTestSupport"),
         .testTarget(name: "ArchitectureTests"),
         .testTarget(name: "SystemKitTests", dependencies: ["SystemKit", "_SeedkitTestSupport"]),

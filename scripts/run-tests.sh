@@ -18,6 +18,16 @@ run_suite() {
 run_suite "$@"
 status=$?
 
+# The server's protocol suites a second time with the server's state in PostgreSQL (docs/server.md, `--store`):
+# the same tests on the second store, through the shared throwaway cluster. Only on a full run.
+postgres_suites='SynchroServerTests\.(ConnectEndpointTests|PushEndpointTests|PullEndpointTests|RebuildEndpointTests|MaterializerTests|BackgroundMaterializationTests|ErrorTableTests|FaultInjectionTests|PullFaultTests|MalformedRequestTests|SchemaEvolutionTests|ConcurrentClientsTests|SeedExportTests)/'
+if [ "$#" -eq 0 ]; then
+    SEEDKIT_TEST_SERVER_STORE=postgres swift test -Xswiftc -warnings-as-errors --no-parallel \
+        --xunit-output "$out_dir/xunit-postgres.xml" --filter "$postgres_suites" 2>&1 | tee "$out_dir/output-postgres.log"
+    postgres_status=${PIPESTATUS[0]}
+    if [ "$status" -eq 0 ]; then status=$postgres_status; fi
+fi
+
 # The value of attribute $1 in the XML start tag $2 (0 when absent).
 attr() {
     local v

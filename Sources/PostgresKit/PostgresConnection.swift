@@ -9,7 +9,7 @@ import Foundation
 public final class PostgresConnection {
     /// Where the connection goes, for messages: `host:port/database as user`, never a password.
     public let target: String
-    private var handle: OpaquePointer?
+    var handle: OpaquePointer?
 
     /// Seconds libpq waits for a connection when neither the string nor `PGCONNECT_TIMEOUT` sets a limit (libpq
     /// itself waits forever).
@@ -123,14 +123,14 @@ public final class PostgresConnection {
 
     // MARK: - Helpers
 
-    private func live() throws(PostgresError) -> OpaquePointer {
+    func live() throws(PostgresError) -> OpaquePointer {
         guard let handle, PQstatus(handle) == CONNECTION_OK else { throw .connectionLost(target: target) }
         return handle
     }
 
     /// The error to report after a failed call: a broken connection wins over the statement's own error (a
     /// terminated backend reports `57P01` and then the connection is gone).
-    private func failure(_ error: PostgresError?) -> PostgresError {
+    func failure(_ error: PostgresError?) -> PostgresError {
         guard let handle, PQstatus(handle) == CONNECTION_OK else { return .connectionLost(target: target) }
         if let error { return error }
         return .client(reason: PostgresResultReader.firstLine(String(cString: PQerrorMessage(handle))))

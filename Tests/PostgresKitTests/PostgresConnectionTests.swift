@@ -158,4 +158,32 @@ struct PostgresConnectionTests {
         #expect(seen == 10)
         #expect(try connection.execute("SELECT 7").scalar == "7")
     }
+
+    @Test("prepared statements take bytea in binary and text parameters typed by their place; results decode by type")
+    func preparedBinary() throws {
+        let connection = try connect()
+        try connection.executeScript("""
+            CREATE TEMP TABLE kit_values(k bigint PRIMARY KEY, b bytea, t text);
+            CREATE TEMP TABLE kit_other(x int);
+            """)
+        try connection.prepare("put", "INSERT INTO kit_values(k, b, t) VALUES ($1, $2, $3)")
+        let octets: [UInt8] = [0, 1, 0x5C, 0x78, 255]
+        let inserted = try connection.executePrepared("put", [.text("-42"), .bytea(octets), .text("héllo")])
+        #expect(inserted.affectedRows == 1)
+        _ = try connection.executePrepared("put", [.text("7"), .null, .null])
+        try connection.prepare("get", "SELECT k, b, t, b IS NULL, 1 FROM kit_values ORDER BY k")
+        let result = try connection.executePrepared("get", [])
+        #expect(result.rowCount == 2)
+        #expect(result.integer(row: 0, column: 0) == -42)
+        #expect(result.withBytes(row: 0, column: 1) { Array($0) } == octets)
+        #expect(result.isTextual(column: 2))
+        #expect(result.withBytes(row: 0, column: 2) { String(decoding: $0, as: UTF8.self) } == "héllo")
+        #expect(result.integer(row: 0, column: 3) == 0)
+        #expect(result.integer(row: 1, column: 3) == 1)
+        #expect(result.integer(row: 0, column: 4) == 1)
+        #expect(result.isNull(row: 1, column: 1))
+        #expect(result.integer(row: 0, column: 1) == nil, "bytea is not an integer")
+        let failure = try #require(throws: PostgresError.self) { try connection.executePrepared("missing", []) }
+        #expect(failure.sqlState == "26000")
+    }
 }

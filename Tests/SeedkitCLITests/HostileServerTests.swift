@@ -58,7 +58,9 @@ struct HostileServerTests {
         defer { server.stop() }
         let directory = try TemporaryDirectory()
         let run = try SeedkitProcess.runMeasured(
-            ["sync", "--server", "http://127.0.0.1:\(port)", "--db", directory.path("app.db"), "--token", "t"])
+            ["sync", "--server", "http://127.0.0.1:\(port)", "--db", directory.path("app.db"), "--token-env",
+             "SEEDKIT_HOSTILE_TOKEN"],
+            environment: ["SEEDKIT_HOSTILE_TOKEN": "t"])
         return (run.outcome, run.peakKiB)
     }
 
@@ -94,15 +96,17 @@ struct HostileServerTests {
     func plainBearerToAnotherHost() throws {
         let directory = try TemporaryDirectory()
         // `rebuild` of a store that does not exist stops before sending anything, after the warning.
-        let base = ["rebuild", "--db", directory.path("missing.db"), "--token", "t-plain-secret"]
-        let remote = try SeedkitProcess.run(base + ["--server", "http://192.0.2.7:8080"])
+        let base = ["rebuild", "--db", directory.path("missing.db"), "--token-env", "SEEDKIT_HOSTILE_TOKEN"]
+        let environment = ["SEEDKIT_HOSTILE_TOKEN": "t-plain-secret"]
+        let remote = try SeedkitProcess.run(base + ["--server", "http://192.0.2.7:8080"], environment: environment)
         #expect(remote.stderrText.contains("sent unencrypted over http://"), "\(remote.stderrText)")
         #expect(!remote.stderrText.contains("t-plain-secret"))
-        let refused = try SeedkitProcess.run(base + ["--server", "http://192.0.2.7:8080", "--require-tls"])
+        let refused = try SeedkitProcess.run(
+            base + ["--server", "http://192.0.2.7:8080", "--require-tls"], environment: environment)
         #expect(refused.status == 2)
         #expect(refused.stderrText.contains("--require-tls"), "\(refused.stderrText)")
         for loopback in ["http://127.0.0.1:8080", "http://localhost:8080", "http://[::1]:8080", "https://192.0.2.7"] {
-            let quiet = try SeedkitProcess.run(base + ["--server", loopback, "--require-tls"])
+            let quiet = try SeedkitProcess.run(base + ["--server", loopback, "--require-tls"], environment: environment)
             #expect(!quiet.stderrText.contains("unencrypted"), "\(loopback): \(quiet.stderrText)")
             #expect(!quiet.stderrText.contains("--require-tls"), "\(loopback): \(quiet.stderrText)")
         }

@@ -1,4 +1,6 @@
 import Foundation
+import PostgresKit
+import Synchronization
 import SynchroHTTP
 import SynchroProtocol
 import SynchroServer
@@ -23,6 +25,12 @@ public final class RunningServer: @unchecked Sendable {
         public let headers: [(String, String)]
         public let body: [UInt8]
 
+        public init(status: Int, headers: [(String, String)], body: [UInt8]) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+        }
+
         public var json: JSONValue { (try? StrictJSONParser().parse(body)) ?? .null }
         public var object: JSONObject { json.objectValue ?? JSONObject([]) }
         public var errorCode: String? { object["error"]?.objectValue?["code"]?.stringValue }
@@ -33,12 +41,29 @@ public final class RunningServer: @unchecked Sendable {
         }
     }
 
+    /// The stores a test server can keep its state in.
+    public enum Store: Sendable {
+        /// The embedded SQLite file `server.db` in ``directory``.
+        case sqlite
+        /// A new database of the shared ``PostgresCluster``.
+        case postgres
+    }
+
+    /// The store of servers whose test does not name one: SQLite, or PostgreSQL when the environment sets
+    /// `SEEDKIT_TEST_SERVER_STORE=postgres` (`scripts/run-tests.sh` runs the protocol suites a second time so).
+    public static let defaultStore = Mutex(
+        ProcessInfo.processInfo.environment["SEEDKIT_TEST_SERVER_STORE"] == "postgres" ? Store.postgres : .sqlite)
+
+    /// The libpq connection string of the server's PostgreSQL database; nil on SQLite.
+    public let postgresStore: String?
+
     /// Starts a server for `dataset` (a folder name under `seeds/`) with `rows` rows in its large table; with
-    /// `existing`, on the database another server left in that directory.
+    /// `existing`, on the database another server left in that directory; with `sharing`, a second server process
+    /// on the same PostgreSQL database as that one (its own engine, connection and port).
     public init(
         dataset name: String = "demo", rows: Int = 300, materialization: MaterializationMode = .immediate,
         minimumClientVersion: SemanticVersion? = nil, checkpointFrames: Int? = nil,
-        reopening existing: TemporaryDirectory? = nil
+        reopening existing: TemporaryDirectory? = nil, store: Store? = nil, sharing: RunningServer? = nil
     ) throws {
         directory = try existing ?? TemporaryDirectory(prefix: "seedkit-server")
         clock = ManualServerClock()
@@ -48,6 +73,18 @@ public final class RunningServer: @unchecked Sendable {
             credentials: Self.credentials, operatorToken: Self.operatorToken, clock: clock,
             minimumClientVersion: minimumClientVersion, materialization: materialization)
         configuration.checkpointFrames = checkpointFrames
+        let marker = directory.path("postgres-store")
+        if let sharing {
+            postgresStore = sharing.postgresStore
+        } else if let remembered = try? String(contentsOfFile: marker, encoding: .utf8) {
+            postgresStore = remembered
+        } else if (store ?? Self.defaultStore.withLock { $0 }) == .postgres {
+            postgresStore = try Self.newPostgresDatabase()
+            try postgresStore?.write(toFile: marker, atomically: true, encoding: .utf8)
+        } else {
+            postgresStore = nil
+        }
+        configuration.postgresStore = postgresStore
         engine = try SyncEngine(configuration: configuration)
         server = HTTPServer(handler: engine)
         let port = try server.start(host: "127.0.0.1", port: 0)
@@ -57,6 +94,21 @@ public final class RunningServer: @unchecked Sendable {
 
     deinit {
         server.stop()
+    }
+
+    /// Creates an empty database in the shared cluster and returns its connection string.
+    private static func newPostgresDatabase() throws -> String {
+        let name = try newPostgresDatabaseName()
+        return try PostgresCluster.shared().socketConnectionString(database: name)
+    }
+
+    /// Creates an empty database in the shared cluster and returns its name.
+    public static func newPostgresDatabaseName() throws -> String {
+        let cluster = try PostgresCluster.shared()
+        let name = "seedkit_server_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
+        let admin = try PostgresConnection(connectionString: cluster.socketConnectionString())
+        try admin.execute("CREATE DATABASE \(name)")
+        return name
     }
 
     /// Sends `body` exactly as given.

@@ -26,37 +26,20 @@ public struct SeedkitProcess {
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
     }
 
-    /// Runs `seedkit arguments…` under GNU time (`/usr/bin/time -f %M`), which waits for it with `wait4` and
-    /// prints its peak resident memory in KiB as the last line of standard error; that line is removed from the
-    /// outcome. `peakKiB` is 0 when the line is missing.
-    public static func runMeasured(_ arguments: [String]) throws -> (outcome: Outcome, peakKiB: Int) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/time")
-        process.arguments = ["-f", "%M", executable.path] + arguments
-        let output = Pipe(), errors = Pipe()
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let collected = CollectedOutput()
-        let group = DispatchGroup()
-        for (pipe, isStdout) in [(output, true), (errors, false)] {
-            group.enter()
-            DispatchQueue.global().async {
-                let data = pipe.fileHandleForReading.readDataToEndOfFile()
-                collected.store(Array(data), stdout: isStdout)
-                group.leave()
-            }
-        }
-        group.wait()
-        process.waitUntilExit()
-        let (out, err) = collected.values
-        var lines = String(decoding: err, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-        while lines.last == "" { lines.removeLast() }
-        let peak = lines.last.flatMap { Int($0) } ?? 0
-        if peak > 0 { lines.removeLast() }
-        let stderr = Array(lines.joined(separator: "\n").utf8)
-        return (Outcome(status: process.terminationStatus, stdout: out, stderr: stderr), peak)
+    /// Runs `seedkit arguments…` and reads its own peak resident memory (`VmHWM`, KiB), which `seedkit` writes at
+    /// exit to the file `SEEDKIT_PEAK_MEMORY_FILE` names (`PeakMemoryReport`); `peakKiB` is 0 when it wrote none.
+    /// (`wait4`'s maximum RSS of a spawned child would include this test process's own high-water mark.)
+    public static func runMeasured(
+        _ arguments: [String], environment: [String: String] = [:]
+    ) throws -> (outcome: Outcome, peakKiB: Int) {
+        let directory = try TemporaryDirectory(prefix: "seedkit-peak")
+        let report = directory.path("peak")
+        let outcome = try run(arguments, environment: environment.merging(["SEEDKIT_PEAK_MEMORY_FILE": report]) {
+            _, new in new
+        })
+        let text = (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""
+        let octets = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        return (outcome, octets / 1024)
     }
 
     /// Runs `seedkit arguments…` with `stdin` as standard input and `environment` added to this process's.

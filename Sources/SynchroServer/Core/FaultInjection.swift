@@ -95,20 +95,21 @@ extension SyncEngine {
             }
         case .expireRebuildSessions:
             try state.withLock { state in
-                try state.store.db.run(
-                    "UPDATE rebuild_sessions SET created_us = ?",
-                    [.integer(configuration.clock.nowMicroseconds() - 24 * 3_600_000_000 - 1)])
+                try state.store.db.cachedStatement(
+                    "UPDATE rebuild_sessions SET created_us = ?"
+                ).run([.integer(configuration.clock.nowMicroseconds() - 24 * 3_600_000_000 - 1)])
             }
         case .expireClientGeneration(let user, let client):
             try state.withLock { state in
-                try state.store.db.run(
-                    "UPDATE clients SET generation = generation + 1 WHERE user_id = ? AND client_id = ?",
-                    [.text(user), .text(client)])
+                try state.store.db.cachedStatement(
+                    "UPDATE clients SET generation = generation + 1 WHERE user_id = ? AND client_id = ?"
+                ).run([.text(user), .text(client)])
             }
         case .retireClient(let user, let client):
             try state.withLock { state in
-                try state.store.db.run(
-                    "UPDATE clients SET retired = 1 WHERE user_id = ? AND client_id = ?", [.text(user), .text(client)])
+                try state.store.db.cachedStatement(
+                    "UPDATE clients SET retired = 1 WHERE user_id = ? AND client_id = ?"
+                ).run([.text(user), .text(client)])
             }
         case .changeMembership:
             try state.withLock { state in

@@ -45,7 +45,7 @@ extension SyncEngine {
     /// One pass of the background materializer (what it does every interval), skipped while the
     /// `pause_materialization` fault holds. Tests call it to run a pass at a chosen moment.
     public func runMaterializerPass() {
-        let mark = checkpointer.mark
+        let mark = checkpointer?.mark
         state.withLock { state in
             guard !state.materializationPaused else { return }
             Materializer.materializePending(state: &state)

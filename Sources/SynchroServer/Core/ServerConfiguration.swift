@@ -6,8 +6,12 @@ public struct ServerConfiguration: Sendable {
     public var dataset: Dataset
     /// Replaces the row count of the dataset's overridable (large portable) table.
     public var rowsOverride: Int?
-    /// The SQLite database file; created and loaded when absent.
+    /// The SQLite database file; created and loaded when absent. Unused when ``postgresStore`` is set.
     public var databasePath: String
+    /// A libpq connection string (`postgresql://…` or `key=value` pairs): when set, the server keeps its state in
+    /// that PostgreSQL database (schema `seedkit_server`, created and loaded when absent) instead of SQLite, and
+    /// other server processes may serve the same database.
+    public var postgresStore: String?
     /// Bearer credentials: secret → user identity.
     public var credentials: [String: String]
     /// The operator credential for `/operator/…` routes; nil disables them.

@@ -12,15 +12,13 @@ extension SyncEngine {
     func stateFingerprint() throws -> [String: String] {
         try state.withLock { state in
             let db = state.store.db
-            let tables = try db.cachedStatement(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
-            ).query { try $0.text(at: 0) }
+            let tables = try db.tableNames()
             var fingerprint: [String: String] = [:]
             for table in tables {
-                // Names come from sqlite_master itself; the schema has none that needs escaping.
+                // Names come from the database's catalog; the schema has none that needs escaping.
                 guard !table.contains("\"") else { throw SyncIntegrityViolation() }
                 var hasher = SHA256()
-                try db.prepare("SELECT * FROM \"\(table)\"").forEachRow { row in
+                try db.cachedStatement("SELECT * FROM \"\(table)\"").forEachRow([]) { row in
                     for column in 0..<row.columnCount {
                         Self.hash(try row.value(at: column), into: &hasher)
                     }
@@ -37,7 +35,7 @@ extension SyncEngine {
     @discardableResult
     func executeForTesting(_ sql: String, _ arguments: [SQLiteValue] = []) throws -> Int {
         try state.withLock { state in
-            try state.store.db.run(sql, arguments)
+            try state.store.db.cachedStatement(sql).run(arguments)
             return state.store.db.changes
         }
     }

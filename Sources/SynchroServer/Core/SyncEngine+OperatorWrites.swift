@@ -97,7 +97,7 @@ extension SyncEngine {
         table: String, pk: JSONValue, decide: @Sendable (SourceRow?, ManifestTable) throws -> (JSONValue?, RowState),
         afterCapture: @Sendable (CaptureLog.Entry, ServerStore) throws -> Void = { _, _ in }
     ) throws(OperatorWriteError) -> String {
-        let mark = checkpointer.mark
+        let mark = checkpointer?.mark
         defer { boundLog(since: mark) }
         do {
             return try state.withLock { state in
@@ -110,7 +110,7 @@ extension SyncEngine {
                 } catch {
                     throw OperatorWriteError.invalidRow(rule: error.rule)
                 }
-                let version = try store.db.transaction(kind: .immediate) {
+                let version = try store.db.transaction {
                     let current = try CaptureLog.sourceRow(identity: identity, store: store)
                     let (row, rowState) = try decide(current, manifestTable)
                     let entry = try CaptureLog.append(

@@ -15,7 +15,7 @@ public final class SyncEngine: HTTPHandler, Sendable {
     /// The background materializer of ``MaterializationMode/background(interval:)``.
     private let worker: MaterializerWorker?
     /// The store's checkpointer (``ServerStore/checkpointer``), used outside the engine's lock.
-    let checkpointer: WALCheckpointer
+    let checkpointer: WALCheckpointer?
     /// ``ServerStore/logLimit``.
     private let logLimit: Int
     /// ``ServerStore/checkpointFrames``.
@@ -23,10 +23,16 @@ public final class SyncEngine: HTTPHandler, Sendable {
 
     public init(configuration: ServerConfiguration) throws {
         self.configuration = configuration
-        let store = try ServerStore(
-            path: configuration.databasePath, dataset: configuration.dataset,
-            rowsOverride: configuration.rowsOverride, clock: configuration.clock,
-            checkpointFrames: configuration.checkpointFrames)
+        let store = if let postgres = configuration.postgresStore {
+            try ServerStore(
+                postgres: postgres, dataset: configuration.dataset, rowsOverride: configuration.rowsOverride,
+                clock: configuration.clock)
+        } else {
+            try ServerStore(
+                path: configuration.databasePath, dataset: configuration.dataset,
+                rowsOverride: configuration.rowsOverride, clock: configuration.clock,
+                checkpointFrames: configuration.checkpointFrames)
+        }
         checkpointer = store.checkpointer
         logLimit = store.logLimit
         checkpointFrames = store.checkpointFrames
@@ -55,7 +61,7 @@ public final class SyncEngine: HTTPHandler, Sendable {
     /// Turns every captured write into pull-visible stream entries now (tests use this with
     /// `MaterializationMode.manual` to schedule visibility exactly).
     public func materialize() {
-        let mark = checkpointer.mark
+        let mark = checkpointer?.mark
         state.withLock { Materializer.materializePending(state: &$0) }
         boundLog(since: mark)
     }
@@ -66,8 +72,9 @@ public final class SyncEngine: HTTPHandler, Sendable {
     /// next write restarts the log (``WALCheckpointer/bound(atFrames:since:threshold:)``). Requests that arrive
     /// meanwhile are served. A request long only with its own frames (a rebuild's staging) answers without
     /// waiting for its checkpoint, which runs while the client fetches pages.
-    func boundLog(since mark: LogMark) {
-        checkpointer.bound(atFrames: logLimit, since: mark, threshold: checkpointFrames)
+    func boundLog(since mark: LogMark?) {
+        guard let mark else { return }
+        checkpointer?.bound(atFrames: logLimit, since: mark, threshold: checkpointFrames)
     }
 
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
@@ -84,7 +91,7 @@ public final class SyncEngine: HTTPHandler, Sendable {
                     ? WireError(.temporaryUnavailable, "temporarily unavailable")
                     : WireError(.retryLater, "retry later")))
             }
-            let mark = checkpointer.mark
+            let mark = checkpointer?.mark
             let response = respond(protocolRoute(request))
             boundLog(since: mark)
             return fault.loseResponse ? response.losingBody() : response
@@ -124,6 +131,11 @@ public final class SyncEngine: HTTPHandler, Sendable {
         }
         guard case .object = body else { return .failure(.invalidRequest("request envelope must be an object")) }
         return state.withLock { state in
+            do {
+                try state.followSharedStore()
+            } catch {
+                return .failure(WireError(.temporaryUnavailable, "temporarily unavailable"))
+            }
             let context = EndpointContext(
                 user: user, configuration: configuration, now: configuration.clock.nowMicroseconds(),
                 rawBody: request.body)
@@ -211,8 +223,13 @@ public final class SyncEngine: HTTPHandler, Sendable {
             return respond(.failure(.invalidRequest("malformed JSON: \(error.rule.rawValue)")))
         }
         let now = configuration.clock.nowMicroseconds()
-        let mark = checkpointer.mark
+        let mark = checkpointer?.mark
         let reply = state.withLock { state in
+            do {
+                try state.followSharedStore()
+            } catch {
+                return Result<EndpointReply, WireError>.failure(WireError(.temporaryUnavailable, "temporarily unavailable"))
+            }
             switch request.path {
             case "/operator/schema": return SchemaPublishEndpoint.handle(body, now: now, state: &state)
             case "/operator/seed/manifest": return SeedExportEndpoint.manifest(body, now: now, state: &state)
@@ -318,6 +335,19 @@ struct EngineState {
     let seedReceiptSigner: TokenSigner
     /// The `key_id` members of seed tokens, one per seed key.
     let seedKeyIDs: SeedKeyIDs
+
+    /// On a store other processes share, takes what they may have changed since this process last looked: the
+    /// active manifest (a schema publication). Everything else the engine keeps between requests is either
+    /// read inside each request's transaction, keyed by durable counters (``ScopeDigestCache``), immutable once
+    /// created (the HMAC keys), or a test fault of this process.
+    mutating func followSharedStore() throws {
+        guard store.db.isShared else { return }
+        let version = try store.db.cachedStatement("SELECT max(version) FROM manifests").scalar()?.integerValue
+        if version != manifest.schemaVersion {
+            manifest = try store.currentManifest()
+            scopeDigests = ScopeDigestCache()
+        }
+    }
 
     init(store: ServerStore, dataset: Dataset) throws {
         self.store = store

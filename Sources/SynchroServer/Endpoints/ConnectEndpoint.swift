@@ -28,7 +28,7 @@ enum ConnectEndpoint {
         if existing?.retired == true { throw WireError(.clientRetired, "client retired") }
         try checkSchemaReferenceUse(request, existing: existing, received: body)
 
-        return try db.transaction(kind: .immediate) {
+        return try db.transaction {
             var client = existing ?? ClientRecord(
                 userID: context.user, clientID: request.clientID, generation: 0, schemaVersion: 0,
                 scopeSetVersion: 0, assigned: [], retired: false, acceptedWriteEpoch: 0, pendingFenceLSN: 0,

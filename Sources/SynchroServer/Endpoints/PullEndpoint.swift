@@ -42,7 +42,7 @@ enum PullEndpoint {
         try ClientGate.requireMaterialized(client, stream: stream, captureBlocked: state.captureBlocked)
 
         let db = state.store.db
-        return try db.transaction(kind: .immediate) {
+        return try db.transaction {
             let delta = AssignmentDelta(
                 recorded: client.assigned, current: assigned, presented: presented.entries.map(\.scope),
                 clientBehind: request.scopeSetVersion < client.scopeSetVersion)

@@ -49,7 +49,7 @@ enum RebuildEndpoint {
         try ClientGate.requireMaterialized(client, stream: stream, captureBlocked: state.captureBlocked)
 
         let db = state.store.db
-        return try db.transaction(kind: .immediate) {
+        return try db.transaction {
             switch resumption {
             case .newSession:
                 let session = try RebuildSession.stage(

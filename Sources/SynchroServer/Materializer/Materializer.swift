@@ -19,6 +19,12 @@ enum Materializer {
     /// because the stream must follow LSN order. The engine then reports blocked capture instead of
     /// `capture_pending` to clients whose writes wait (`spec/wire-protocol.md` §8.2).
     static func materializePending(state: inout EngineState) {
+        do {
+            try state.followSharedStore()
+        } catch {
+            state.captureBlocked = true
+            return
+        }
         var worker = MaterializationBatch(
             store: state.store, manifest: state.manifest, dataset: state.dataset)
         do {
@@ -65,7 +71,7 @@ struct MaterializationBatch {
     }
 
     mutating func run() throws -> Outcome {
-        try store.db.transaction(kind: .immediate) {
+        try store.db.transaction {
             var stream = try StreamState.load(from: store)
             let entries = try pendingEntries(after: stream.materializedLSN)
             guard !entries.isEmpty else { return .drained }

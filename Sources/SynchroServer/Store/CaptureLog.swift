@@ -76,7 +76,7 @@ enum CaptureLog {
             INSERT INTO capture_log(identity, table_id, pk, row, server_version, state) VALUES (?, ?, ?, ?, ?, ?)
             """).run(arguments)
         return Entry(
-            lsn: store.db.lastInsertRowID, identity: identity, serverVersion: version, rowDigest: digest)
+            lsn: try store.db.lastInsertRowID(), identity: identity, serverVersion: version, rowDigest: digest)
     }
 
     /// The current source state of one row (what push compares `base_version` with), or nil when

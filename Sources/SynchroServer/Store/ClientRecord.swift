@@ -21,7 +21,7 @@ struct ClientRecord {
     /// Set by fault injection or the stale interval: the next push/pull/rebuild gets 409.
     var generationExpired: Bool { false }
 
-    static func load(user: String, client: String, from db: Connection) throws -> ClientRecord? {
+    static func load(user: String, client: String, from db: any StoreExecutor) throws -> ClientRecord? {
         let rows = try db.cachedStatement("""
             SELECT generation, schema_version, scope_set_version, assigned, retired, accepted_write_epoch,
                    pending_fence_lsn, last_activity_us
@@ -37,7 +37,7 @@ struct ClientRecord {
             pendingFenceLSN: row[6].integerValue ?? 0, lastActivity: row[7].integerValue ?? 0)
     }
 
-    func save(to db: Connection) throws {
+    func save(to db: any StoreExecutor) throws {
         let assignedText = String(decoding: try CanonicalJSON.encode(.array(assigned.map(JSONValue.string))), as: UTF8.self)
         try db.cachedStatement("""
             INSERT OR REPLACE INTO clients(user_id, client_id, generation, schema_version, scope_set_version, assigned,
@@ -51,11 +51,11 @@ struct ClientRecord {
     }
 
     /// The user a client ID is bound to, if any: a client ID belongs to one user forever.
-    static func boundUser(of client: String, in db: Connection) throws -> String? {
+    static func boundUser(of client: String, in db: any StoreExecutor) throws -> String? {
         try db.cachedStatement("SELECT user_id FROM client_bindings WHERE client_id = ?").scalar([.text(client)])?.textValue
     }
 
-    static func bind(client: String, to user: String, in db: Connection) throws {
+    static func bind(client: String, to user: String, in db: any StoreExecutor) throws {
         try db.cachedStatement("INSERT OR IGNORE INTO client_bindings(client_id, user_id) VALUES (?, ?)")
             .run([.text(client), .text(user)])
     }

@@ -234,7 +234,10 @@ enum ServerSchema {
         );
 
         CREATE INDEX rebuild_rows_by_reference ON rebuild_rows(session_id, identity) WHERE row IS NULL;
+        """
 
+    /// SQLite's triggers of ``stagedRowReferences`` (PostgreSQL's: ``PostgresDialect/stagedRowTriggers``).
+    static let stagedRowTriggers = """
         CREATE TRIGGER projection_insert_saves_staged BEFORE INSERT ON projection BEGIN
             UPDATE rebuild_rows SET row = (SELECT p.row FROM projection p WHERE p.identity = NEW.identity)
             WHERE session_id IN (SELECT session_id FROM rebuild_references) AND identity = NEW.identity
@@ -271,6 +274,7 @@ enum ServerSchema {
         DROP TABLE rebuild_rows;
         ALTER TABLE rebuild_rows_v2 RENAME TO rebuild_rows;
         \(stagedRowReferences)
+        \(stagedRowTriggers)
         """
 }
 

@@ -5,9 +5,9 @@ import SynchroProtocol
 /// The reference server's embedded SQLite database: opening, schema, metadata counters and the
 /// initial load of a dataset. The store is used under the engine's lock only.
 final class ServerStore {
-    let db: Connection
-    /// Checkpoints the log beside the store's connection, which never checkpoints in its own commits.
-    let checkpointer: WALCheckpointer
+    let db: any StoreExecutor
+    /// Checkpoints the log beside the store's connection, which never checkpoints in its own commits (SQLite only).
+    let checkpointer: WALCheckpointer?
     /// Frames a commit may leave in the log before a checkpoint is scheduled (`PRAGMA wal_autocheckpoint`).
     let checkpointFrames: Int
 
@@ -21,34 +21,61 @@ final class ServerStore {
     ) throws {
         // Private whatever the umask: the database holds the server's HMAC keys, credentials' effects and rows.
         if !path.hasPrefix("file:") && path != ":memory:" { try PrivateFiles.createIfMissing(path) }
-        db = try Connection(path: path)
-        try db.setBusyTimeout(milliseconds: 5000)
-        _ = try db.setJournalMode(.wal)
-        try db.setSynchronous(.normal)
-        if let checkpointFrames { try db.execute("PRAGMA wal_autocheckpoint = \(max(1, checkpointFrames))") }
-        let threshold = Int(max(1, try db.scalar("PRAGMA wal_autocheckpoint")?.integerValue ?? 1000))
+        let connection = try Connection(path: path)
+        db = SQLiteStoreExecutor(connection)
+        try connection.setBusyTimeout(milliseconds: 5000)
+        _ = try connection.setJournalMode(.wal)
+        try connection.setSynchronous(.normal)
+        if let checkpointFrames { try connection.execute("PRAGMA wal_autocheckpoint = \(max(1, checkpointFrames))") }
+        let threshold = Int(max(1, try connection.scalar("PRAGMA wal_autocheckpoint")?.integerValue ?? 1000))
         let checkpointer = WALCheckpointer(path: path)
         self.checkpointer = checkpointer
         self.checkpointFrames = threshold
-        try db.setWALHook { frames in checkpointer.committed(frames: frames, threshold: threshold) }
-        if try db.userVersion() == 0 {
-            try db.transaction(kind: .immediate) {
-                try db.execute(ServerSchema.script)
-                try db.setUserVersion(ServerSchema.version)
+        try connection.setWALHook { frames in checkpointer.committed(frames: frames, threshold: threshold) }
+        if try connection.userVersion() == 0 {
+            try db.transaction {
+                try db.execute(ServerSchema.script + ServerSchema.stagedRowTriggers)
+                try connection.setUserVersion(ServerSchema.version)
                 try initialize(dataset: dataset, rowsOverride: rowsOverride, clock: clock)
             }
-        } else if try db.userVersion() == 1 {
-            try db.transaction(kind: .immediate) {
+        } else if try connection.userVersion() == 1 {
+            try db.transaction {
                 try db.execute(ServerSchema.migrationFrom1)
-                try db.setUserVersion(ServerSchema.version)
+                try connection.setUserVersion(ServerSchema.version)
             }
-        } else if try db.userVersion() != ServerSchema.version {
-            throw ServerStoreError.unsupportedLayout(try db.userVersion())
+        } else if try connection.userVersion() != ServerSchema.version {
+            throw ServerStoreError.unsupportedLayout(try connection.userVersion())
         }
     }
 
+    /// Connects to PostgreSQL with `connectionString` (libpq's URI or key/value form) and uses the server's schema
+    /// there (``PostgresDialect/schemaName``), creating and loading it when absent. Creation runs under the writer
+    /// lock, so two processes starting on an empty database create and load it once.
+    init(postgres connectionString: String, dataset: Dataset, rowsOverride: Int?, clock: any ServerClock) throws {
+        db = try PostgresStoreExecutor(connectionString: connectionString)
+        checkpointer = nil
+        checkpointFrames = 0
+        try db.transaction {
+            try db.execute("CREATE SCHEMA IF NOT EXISTS \(PostgresDialect.schemaName)")
+            let exists = try db.cachedStatement("SELECT to_regclass('server_meta') IS NOT NULL").scalar()
+            if exists?.integerValue == 1 {
+                let layout = try metaInteger(Self.layoutVersionKey)
+                guard layout == Int64(ServerSchema.version) else {
+                    throw ServerStoreError.unsupportedLayout(Int32(clamping: layout))
+                }
+                return
+            }
+            try db.execute(PostgresDialect.schema(ServerSchema.script) + PostgresDialect.stagedRowTriggers)
+            try setMeta(Self.layoutVersionKey, .integer(Int64(ServerSchema.version)))
+            try initialize(dataset: dataset, rowsOverride: rowsOverride, clock: clock)
+        }
+    }
+
+    /// Where a PostgreSQL store records its layout version (SQLite's is `PRAGMA user_version`).
+    static let layoutVersionKey = "layout_version"
+
     deinit {
-        checkpointer.close()
+        checkpointer?.close()
     }
 
     /// How long the log may grow before the writer that made it that long waits for the checkpoint beside it:
@@ -61,8 +88,14 @@ final class ServerStore {
         try db.cachedStatement("SELECT value FROM server_meta WHERE key = ?").scalar([.text(key)])
     }
 
+    /// An integer of `server_meta`. Its `value` column is a blob; SQLite keeps an integer's storage class there,
+    /// PostgreSQL's `bytea` holds the integer's decimal digits (``PostgresStoreExecutor``).
     func metaInteger(_ key: String) throws -> Int64 {
-        try meta(key)?.integerValue ?? 0
+        switch try meta(key) {
+        case .integer(let value): return value
+        case .blob(let digits): return Int64(String(decoding: digits, as: UTF8.self)) ?? 0
+        default: return 0
+        }
     }
 
     func setMeta(_ key: String, _ value: SQLiteValue) throws {
@@ -142,13 +175,13 @@ final class ServerStore {
     private func loadRows(dataset: Dataset, rowsOverride: Int?) throws {
         let generator = DatasetGenerator(dataset: dataset)
         var digester = RowDigester(manifest: dataset.manifest)
-        let source = try db.prepare(
+        let source = try db.cachedStatement(
             "INSERT INTO source_rows(identity, table_id, pk, row, server_version, state) VALUES (?, ?, ?, ?, ?, 0)")
-        let projection = try db.prepare("""
+        let projection = try db.cachedStatement("""
             INSERT INTO projection(identity, table_id, pk, row, server_version, row_digest, state)
             VALUES (?, ?, ?, ?, ?, ?, 0)
             """)
-        let membership = try db.prepare("INSERT INTO membership(scope_id, identity) VALUES (?, ?)")
+        let membership = try db.cachedStatement("INSERT INTO membership(scope_id, identity) VALUES (?, ?)")
         for table in dataset.manifest.tables {
             for (pk, row) in try generator.rows(for: table.tableID, rowsOverride: rowsOverride) {
                 let version = try nextServerVersion()

@@ -13,7 +13,7 @@ enum ServeCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(
             words, valued: [
-                "dataset", "rows", "listen", "db", "token-file", "operator-token-env", "operator-token-file",
+                "dataset", "rows", "listen", "db", "store", "token-file", "operator-token-env", "operator-token-file",
                 "min-client-version", "materialization-lag",
             ])
         try arguments.requirePositionals(atMost: 0)
@@ -64,10 +64,17 @@ enum ServeCommand {
             Terminal.err("seedkit: invalid dataset: \(error)\n")
             return .invalidInput
         }
-        // Without --db the database lives in a private directory (0700, the file 0600) removed when serve exits:
+        let postgresStore = arguments.values["store"]
+        if let postgresStore {
+            guard arguments.values["db"] == nil else { throw Arguments.UsageError(message: "serve takes --db or --store, not both") }
+            guard postgresStore.hasPrefix("postgresql://") || postgresStore.hasPrefix("postgres://")
+                || postgresStore.contains("=")
+            else { throw Arguments.UsageError(message: "--store needs a PostgreSQL connection string (postgresql://… or key=value)") }
+        }
+        // Without --db or --store the database lives in a private directory (0700, the file 0600) removed when serve exits:
         // it holds the server's HMAC keys and every row.
         var scratch: String?
-        if arguments.values["db"] == nil {
+        if arguments.values["db"] == nil && postgresStore == nil {
             do {
                 scratch = try PrivateFiles.makeTemporaryDirectory(prefix: "seedkit-serve")
             } catch {
@@ -76,14 +83,16 @@ enum ServeCommand {
             }
         }
         defer { if let scratch { FileSystem.removeTree(scratch) } }
-        let databasePath = arguments.values["db"] ?? scratch! + "/server.db"
-        let configuration = ServerConfiguration(
+        let databasePath = arguments.values["db"] ?? scratch.map { $0 + "/server.db" } ?? ""
+        var configuration = ServerConfiguration(
             dataset: dataset, rowsOverride: rows, databasePath: databasePath, credentials: credentials,
             operatorToken: operatorToken?.value,
             minimumClientVersion: minimum, materialization: materialization)
+        configuration.postgresStore = postgresStore
         let console = arguments.console("serve")
         console.detail("dataset \(datasetPath)\(rows.map { ", \($0) rows" } ?? "")")
-        console.detail("database \(databasePath)")
+        // A connection string may carry a password: only the kind of store is printed.
+        console.detail(postgresStore == nil ? "database \(databasePath)" : "database PostgreSQL (--store)")
         console.detail("\(credentials.count) user credential(s), operator routes "
             + (configuration.operatorToken == nil ? "disabled" : "enabled"))
         if let minimum { console.detail("minimum client version \(minimum)") }

@@ -18,7 +18,7 @@ enum SeedExportEndpoint {
         }
         do {
             var random = SystemRandomNumberGenerator()
-            let export = try state.store.db.transaction(kind: .immediate) {
+            let export = try state.store.db.transaction {
                 try SeedExportStaging.stage(pageLimit: pageLimit, now: now, state: &state, random: &random)
             }
             return .success(EndpointReply(json: try export.manifest(

@@ -52,13 +52,23 @@ enum PullResponse {
     private static func writeChange(
         _ candidate: PullPage.Candidate, to w: inout ResponseWriter, names: inout TableNames, store: ServerStore
     ) throws {
-        let statement = try store.db.cachedStatement(
-            "SELECT table_id, pk, op, row, server_version, row_digest FROM stream WHERE position = ?")
-        try statement.bind([.integer(candidate.latest)])
-        defer { statement.reset() }
-        guard try statement.step(), let operation = StreamOperation(rawValue: statement.int64(at: 2)) else {
-            throw SyncIntegrityViolation()
+        var found = false
+        try store.db.cachedStatement(
+            "SELECT table_id, pk, op, row, server_version, row_digest FROM stream WHERE position = ?"
+        ).forEachRow([.integer(candidate.latest)]) { statement in
+            guard !found, let operation = StreamOperation(rawValue: statement.int64(at: 2)) else {
+                throw SyncIntegrityViolation()
+            }
+            found = true
+            try writeChange(candidate, operation: operation, from: statement, to: &w, names: &names)
         }
+        guard found else { throw SyncIntegrityViolation() }
+    }
+
+    private static func writeChange(
+        _ candidate: PullPage.Candidate, operation: StreamOperation, from statement: any StoreRow,
+        to w: inout ResponseWriter, names: inout TableNames
+    ) throws {
         try names.select(statement, column: 0)
         w.raw("{")
         w.key("scope")

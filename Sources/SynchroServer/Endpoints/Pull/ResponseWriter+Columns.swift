@@ -7,12 +7,12 @@ import SynchroProtocol
 /// and rows, raw digests, printable ASCII versions).
 extension ResponseWriter {
     /// A stored canonical JSON value (row or key), copied as stored.
-    mutating func spliceColumn(_ statement: Statement, _ column: Int) {
+    mutating func spliceColumn(_ statement: any StoreRow, _ column: Int) {
         statement.withBlobBytes(at: column) { splice($0) }
     }
 
     /// The checksum object of a stored 32-octet digest; any other length is an integrity failure.
-    mutating func checksumColumn(_ statement: Statement, _ column: Int) throws {
+    mutating func checksumColumn(_ statement: any StoreRow, _ column: Int) throws {
         try statement.withBlobBytes(at: column) { digest in
             guard digest.count == 32 else { throw SyncIntegrityViolation() }
             checksum(digest)
@@ -22,7 +22,7 @@ extension ResponseWriter {
     /// The JSON string of a stored text column: copied as is when it needs no escaping (a server
     /// version always qualifies), otherwise decoded and escaped like any other string (invalid
     /// UTF-8 then fails exactly as `Statement.text(at:)` does).
-    mutating func stringColumn(_ statement: Statement, _ column: Int) throws {
+    mutating func stringColumn(_ statement: any StoreRow, _ column: Int) throws {
         try statement.withTextBytes(at: column) { text in
             if !plainASCIIString(text) { try string(try statement.text(at: column)) }
         }
@@ -47,7 +47,7 @@ struct TableNames {
 
     /// Makes the table named by the text `column` of the current row current. A table the
     /// manifest lacks is an integrity failure (as in ``PrimaryKeyFields``).
-    mutating func select(_ statement: Statement, column: Int) throws {
+    mutating func select(_ statement: any StoreRow, column: Int) throws {
         let same = statement.withTextBytes(at: column) { $0.count > 0 && $0.elementsEqual(currentID) }
         guard !same else { return }
         let tableID = try statement.text(at: column)

@@ -20,7 +20,7 @@ struct PushFirstExecution {
             history: ManifestHistory(store: store, current: current), timestamp: serverTime)
         let ledger = PushLedger(db: db, user: context.user, clientID: request.clientID)
 
-        return try db.transaction(kind: .immediate) {
+        return try db.transaction {
             let executor = PushExecutor(evaluator: evaluator, store: store)
             let outcomes = request.isAtomic
                 ? try executeAtomic(executor, db: db) : try executeEach(executor)
@@ -60,7 +60,7 @@ struct PushFirstExecution {
     /// Atomic (§4.5): the group runs in a savepoint and stops at the first outcome that is not
     /// `applied`; then the savepoint rolls back, the failing mutation keeps its own outcome (a
     /// conflict re-read from committed state) and every other one is `atomic_batch_rejected`.
-    private func executeAtomic(_ executor: PushExecutor, db: Connection) throws -> [PushOutcome] {
+    private func executeAtomic(_ executor: PushExecutor, db: any StoreExecutor) throws -> [PushOutcome] {
         var applied: [PushOutcome] = []
         do {
             try db.savepoint("push_atomic_group") {

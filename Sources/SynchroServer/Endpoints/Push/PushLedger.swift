@@ -5,7 +5,7 @@ import SynchroProtocol
 /// their exact response, and every executed mutation with its fingerprint and outcome
 /// (`spec/wire-protocol.md` §4.6). Entries never expire; only retirement removes them.
 struct PushLedger {
-    let db: Connection
+    let db: any StoreExecutor
     let user: String
     let clientID: String
 

@@ -31,7 +31,7 @@ enum RebuildPage {
         // projection's triggers save the body before any change, so a mismatch is a broken snapshot).
         try state.store.db.cachedStatement("""
             SELECT r.table_id, r.pk, coalesce(r.row, p.row), r.server_version, r.row_digest,
-                   r.row IS NULL AND (p.row IS NULL OR p.server_version IS NOT r.server_version)
+                   r.row IS NULL AND (p.row IS NULL OR p.server_version IS DISTINCT FROM r.server_version)
             FROM rebuild_rows r LEFT JOIN projection p ON r.row IS NULL AND p.identity = r.identity
             WHERE r.staged >= ? AND r.staged < ? AND r.session_id = ? ORDER BY r.staged
             """).forEachRow([

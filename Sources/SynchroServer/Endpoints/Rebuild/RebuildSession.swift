@@ -106,17 +106,17 @@ struct RebuildSession {
                 .text(state.manifest.schemaHash), .integer(client.generation), .integer(client.acceptedWriteEpoch),
                 .integer(stream.position), .integer(request.limit), .integer(now),
             ])
-        let id = db.lastInsertRowID
+        let id = try db.lastInsertRowID()
         try db.cachedStatement("""
             INSERT INTO rebuild_rows(session_id, identity, table_id, pk, row, server_version, row_digest)
-            SELECT ?1, p.identity, p.table_id, p.pk, NULL, p.server_version, p.row_digest
+            SELECT CAST(?1 AS INTEGER), p.identity, p.table_id, p.pk, CAST(NULL AS BLOB), p.server_version, p.row_digest
             FROM membership m JOIN projection p ON p.identity = m.identity
             WHERE m.scope_id = ?2 AND p.state = 0
             ORDER BY m.identity
             """).run([.integer(id), .text(request.scope)])
         let staged = Int64(db.changes)
         // The rows are numbered one after another in identity order (``ServerSchema/rebuildRows(named:)``).
-        let firstStaged = staged > 0 ? db.lastInsertRowID - staged + 1 : 0
+        let firstStaged = try staged > 0 ? db.lastInsertRowID() - staged + 1 : 0
         guard try db.cachedStatement(
             "SELECT count(*) FROM rebuild_rows WHERE staged >= ? AND staged < ? AND session_id = ?"
         ).scalar([.integer(firstStaged), .integer(firstStaged + staged), .integer(id)])?.integerValue == staged

@@ -39,7 +39,7 @@ struct SchemaActivation {
     /// stored value fits neither a retyped field nor its fallback; nothing is changed then.
     mutating func run(request: [UInt8], response: [UInt8], current: SchemaManifest) throws {
         let manifest = publication.manifest
-        try store.db.transaction(kind: .immediate) {
+        try store.db.transaction {
             try store.insertManifest(
                 manifest, json: publication.manifestJSON, affectedScopes: publication.affectedScopes)
             try store.setMeta(Self.requestKey(manifest.schemaVersion), .blob(request))

@@ -51,7 +51,7 @@ struct SeedExport {
                 .integer(export.generations.retention), .integer(export.boundary), .integer(export.pageLimit),
                 .integer(export.created),
             ])
-        let key = db.lastInsertRowID
+        let key = try db.lastInsertRowID()
         for scope in export.scopes {
             try db.cachedStatement(
                 "INSERT INTO seed_export_scopes(export_key, scope_id, row_count, scope_digest) VALUES (?, ?, ?, ?)"

@@ -39,7 +39,7 @@ enum SeedExportStaging {
     private static func stageRows(of scope: SeedExportScope, export: SeedExport, store: ServerStore) throws {
         try store.db.cachedStatement("""
             INSERT INTO seed_export_rows(export_key, scope_id, ordinal, table_id, pk, row, server_version, row_digest)
-            SELECT ?1, ?2, row_number() OVER (ORDER BY m.identity) - 1, p.table_id, p.pk, p.row, p.server_version,
+            SELECT CAST(?1 AS INTEGER), CAST(?2 AS TEXT), row_number() OVER (ORDER BY m.identity) - 1, p.table_id, p.pk, p.row, p.server_version,
                    p.row_digest
             FROM membership m JOIN projection p ON p.identity = m.identity
             WHERE m.scope_id = ?2 AND p.state = 0
