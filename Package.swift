@@ -31,7 +31,7 @@ let package = Package(
         .target(
             name: "SeedArtifacts",
             dependencies: ["SynchroProtocol", "SQLiteKit", "SynchroStore", "SystemKit", "CZstd", "CCrypto"]),
-        .target(name: "SeedSources", dependencies: ["SeedArtifacts", "SynchroHTTP", "SynchroProtocol"]),
+        .target(name: "SeedSources", dependencies: ["SeedArtifacts", "SynchroHTTP", "SynchroProtocol", "PostgresKit"]),
         .target(
             name: "SeedPipeline",
             dependencies: [
@@ -53,7 +53,7 @@ let package = Package(
             path: "Benchmarks/seedkit-bench"),
 
         .target(
-            name: "_SeedkitTestSupport", dependencies: ["SynchroServer", "SynchroHTTP", "SynchroProtocol"],
+            name: "_SeedkitTestSupport", dependencies: ["SynchroServer", "SynchroHTTP", "SynchroProtocol", "PostgresKit"],
             path: "Tests/_SeedkitTestSupport"),
         .testTarget(name: "ArchitectureTests"),
         .testTarget(name: "SystemKitTests", dependencies: ["SystemKit", "_SeedkitTestSupport"]),
@@ -80,6 +80,11 @@ let package = Package(
             dependencies: [
                 "SeedArtifacts", "SeedSources", "SynchroClient", "SynchroStore", "SynchroProtocol", "SQLiteKit", "CZstd",
                 "_SeedkitTestSupport",
+            ]),
+        .testTarget(
+            name: "SeedSourcesTests",
+            dependencies: [
+                "SeedSources", "SeedArtifacts", "PostgresKit", "SynchroProtocol", "SQLiteKit", "_SeedkitTestSupport",
             ]),
         .testTarget(
             name: "SeedPipelineTests",

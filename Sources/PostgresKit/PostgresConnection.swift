@@ -216,7 +216,8 @@ public struct PostgresTransactionMode: Sendable, Equatable {
     /// `SERIALIZABLE READ ONLY DEFERRABLE`: the one consistent, never-failing snapshot a seed export reads.
     public static let snapshotExport = PostgresTransactionMode(isolation: .serializable, readOnly: true, deferrable: true)
 
-    var beginSQL: String {
+    /// The statement that begins a transaction of this mode.
+    public var beginSQL: String {
         "BEGIN ISOLATION LEVEL \(isolation.rawValue)" + (readOnly ? " READ ONLY" : " READ WRITE")
             + (deferrable ? " DEFERRABLE" : "")
     }

@@ -31,4 +31,8 @@ final class RecordingExportSource: SeedExportSource {
     func scopePage(_ request: SeedPageRequest) throws(SeedExportError) -> [UInt8] {
         try base.scopePage(request)
     }
+
+    func finish() throws(SeedExportError) {
+        try base.finish()
+    }
 }
