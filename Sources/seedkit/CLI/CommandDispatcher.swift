@@ -25,7 +25,7 @@ enum CommandDispatcher {
           unpack FILE.zst [--out FILE] [--max-output-bytes N] [--force] [--json]
                                               decompress a packed seed, refusing damage and oversize
           export --source URL --out FILE [--token-env VAR] [--scopes A,B] [--page-limit N] [--force] [--json]
-                                              export a verified portable seed from a server
+                                              export a verified portable seed from a server or PostgreSQL
           verify SEED.db[.zst] [--json]       every publication and device-installer check of a seed
           install SEED.db[.zst] --to APP.db [--json]
                                               install a seed as a device's first database, never overwriting

@@ -3,12 +3,14 @@ import SeedArtifacts
 import SeedSources
 import SynchroProtocol
 
-/// `seedkit export`: one portable seed from a server's operator export routes, verified, published
+/// `seedkit export`: one portable seed from a server's operator export routes or from upstream's PostgreSQL export
+/// functions (`--source postgresql://…`), verified, published
 /// atomically, with `<out>.evidence.json` beside it (`spec/seed-format.md` §5). The library publishes the evidence
 /// before the seed (`SeedExporter.exportWithEvidence`), so a seed at the output path always has its evidence.
 ///
 /// The operator token is read from the environment variable named by `--token-env` (default
-/// `SEEDKIT_OPERATOR_TOKEN`), never from the command line, and never printed.
+/// `SEEDKIT_OPERATOR_TOKEN`), never from the command line, and never printed; a PostgreSQL password comes from
+/// libpq (the connection string, `PGPASSWORD`, `~/.pgpass`) and is never printed either.
 enum ExportCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(
@@ -17,14 +19,16 @@ enum ExportCommand {
         guard arguments.positionals.isEmpty else {
             throw Arguments.UsageError(message: "export takes no positional arguments")
         }
-        guard let source = arguments.values["source"],
-              source.hasPrefix("http://") || source.hasPrefix("https://")
-        else { throw Arguments.UsageError(message: "export needs --source http(s)://HOST:PORT") }
+        guard let source = arguments.values["source"], let kind = SourceKind(source) else {
+            throw Arguments.UsageError(
+                message: "export needs --source http(s)://HOST:PORT or postgresql://USER@HOST[:PORT]/DB")
+        }
         guard let output = arguments.values["out"], !output.isEmpty else {
             throw Arguments.UsageError(message: "export needs --out FILE")
         }
         let variable = arguments.values["token-env"] ?? "SEEDKIT_OPERATOR_TOKEN"
-        guard let token = ProcessInfo.processInfo.environment[variable], !token.isEmpty else {
+        let token = ProcessInfo.processInfo.environment[variable] ?? ""
+        guard kind == .postgresql || !token.isEmpty else {
             throw Arguments.UsageError(message: "the environment variable \(variable) (--token-env) is not set")
         }
         let options = try exportOptions(arguments)
@@ -32,13 +36,20 @@ enum ExportCommand {
         let console = arguments.console("export")
         let display = ExportDisplay(console: console, progress: !json)
         do {
-            console.detail("source \(Console.displayURL(source)), operator credential from the variable \(variable), "
-                + "page limit \(options.pageLimit)")
-            let exportSource = try HTTPExportSource(baseURL: source, operatorToken: token)
-            let (evidence, evidencePath) = try SeedExporter.exportWithEvidence(
-                from: exportSource, to: output, options: options
-            ) { event in
-                display.show(event)
+            let (evidence, evidencePath): (SeedEvidence, String)
+            switch kind {
+            case .http:
+                console.detail("source \(Console.displayURL(source)), operator credential from the variable "
+                    + "\(variable), page limit \(options.pageLimit)")
+                let exportSource = try HTTPExportSource(baseURL: source, operatorToken: token)
+                (evidence, evidencePath) = try SeedExporter.exportWithEvidence(
+                    from: exportSource, to: output, options: options
+                ) { event in
+                    display.show(event)
+                }
+            case .postgresql:
+                (evidence, evidencePath) = try exportFromPostgreSQL(
+                    source, to: output, options: options, console: console, display: display)
             }
             display.finish()
             try printResult(evidence, path: output, evidencePath: evidencePath, json: json, console: console)
@@ -46,11 +57,46 @@ enum ExportCommand {
         } catch let error as SeedExportError {
             display.finish()
             report(error, json: json)
+            if case .database(_, .retriesExhausted) = error { return .retriesExhausted }
             return error.isInputError ? .invalidInput : .checkFailed
         } catch {
             display.finish()
             Terminal.err("seedkit: export failed: \(error)\n")
             return .checkFailed
+        }
+    }
+
+    /// Where `--source` points: the reference server's operator routes, or upstream's functions in PostgreSQL
+    /// (a libpq URI or `key=value` list; the connection string is never printed, only the target libpq reports).
+    enum SourceKind {
+        case http, postgresql
+
+        init?(_ source: String) {
+            if source.hasPrefix("http://") || source.hasPrefix("https://") {
+                self = .http
+            } else if source.hasPrefix("postgresql://") || source.hasPrefix("postgres://") || source.contains("=") {
+                self = .postgresql
+            } else {
+                return nil
+            }
+        }
+    }
+
+    /// One export inside one `SERIALIZABLE READ ONLY DEFERRABLE` transaction, run again after a serialization
+    /// failure (the default ``SerializationRetryPolicy``).
+    private static func exportFromPostgreSQL(
+        _ connectionString: String, to output: String, options: SeedExportOptions, console: Console,
+        display: ExportDisplay
+    ) throws(SeedExportError) -> (SeedEvidence, String) {
+        let source = try PostgresExportSource(connectionString: connectionString)
+        console.detail("source PostgreSQL at \(source.target), page limit \(options.pageLimit)")
+        return try source.withRetries(sleep: { delay in
+            console.detail("serialization failure: the export transaction runs again in \(delay)")
+            SerializationRetryPolicy.sleep(delay)
+        }) { (source) throws(SeedExportError) in
+            try SeedExporter.exportWithEvidence(from: source, to: output, options: options) { event in
+                display.show(event)
+            }
         }
     }
 
