@@ -143,6 +143,24 @@ public final class PostgresConnection {
         return PQcancel(cancel, &buffer, Int32(buffer.count)) == 1
     }
 
+    /// The keywords `connectionString` sets explicitly (libpq's parse, without the environment or defaults), e.g. to
+    /// refuse a password written into a file. Never returns values: they may be secrets.
+    public static func keywords(of connectionString: String) throws(PostgresError) -> Set<String> {
+        var message: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(connectionString, &message) else {
+            if let message { PQfreemem(message) }
+            throw .invalidConnectionString(reason: "not a libpq URI or key=value list")
+        }
+        defer { PQconninfoFree(options) }
+        var keywords: Set<String> = []
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if option.pointee.val != nil { keywords.insert(String(cString: keyword)) }
+            option += 1
+        }
+        return keywords
+    }
+
     private static func validate(_ connectionString: String) throws(PostgresError) {
         var message: UnsafeMutablePointer<CChar>?
         guard let options = PQconninfoParse(connectionString, &message) else {

@@ -47,6 +47,12 @@ public final class PostgresExportSource: SeedExportSource {
         session = Mutex(Session(connection: connection))
     }
 
+    /// Whether `connectionString` carries a password itself (nil when libpq cannot parse it): files that name a
+    /// connection refuse one, so the secret stays in `PGPASSWORD` or `~/.pgpass`.
+    public static func containsPassword(_ connectionString: String) -> Bool? {
+        (try? PostgresConnection.keywords(of: connectionString)).map { $0.contains("password") }
+    }
+
     /// The backend process serving the export (tests terminate it from a second connection).
     public var backendPID: Int32 {
         session.withLock { $0.connection.backendPID }
