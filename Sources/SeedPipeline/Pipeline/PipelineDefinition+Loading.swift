@@ -103,21 +103,19 @@ extension PipelineDefinition {
         let source = try PipelineMemberReader(root.required("source"), path: "source", allowed: kinds)
         let present = kinds.filter { source.has($0) }
         guard present.count < 2 else { throw .conflictingMembers(member: "source", names: present) }
-        switch (source.has("embedded"), source.has("server")) {
-        case (true, true): throw .conflictingMembers(member: "source", names: ["embedded", "server"])
-        case (false, false):
-            guard source.has("postgresql") else {
-                throw .invalidValue(member: "source", reason: "must have one member, embedded, server or postgresql")
-            }
+        switch present.first {
+        case nil:
+            throw .invalidValue(member: "source", reason: "must have one member, embedded, server or postgresql")
+        case "postgresql"?:
             return try postgresql(source, environment: environment, rehearses: rehearses)
-        case (true, false):
+        case "embedded"?:
             let embedded = try source.child("embedded", allowed: Self.embeddedMembers)!
             guard let dataset = try embedded.string("dataset") else {
                 throw .missingMember(member: embedded.member("dataset"))
             }
             let rows = try embedded.integer("rows", in: 0...Int64(DatasetGenerator.maxRowCount))
             return .embedded(dataset: resolve(dataset, base: base), rows: rows.map { Int($0) })
-        case (false, true):
+        default:
             let server = try source.child("server", allowed: Self.serverMembers)!
             guard let url = try server.string("url") else { throw .missingMember(member: server.member("url")) }
             let operatorToken = try credential(server, "operator_token_env", environment: environment, needed: true)!
