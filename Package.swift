@@ -48,7 +48,7 @@ let package = Package(
             name: "seedkit-bench",
             dependencies: [
                 "SynchroProtocol", "CCrypto", "CSQLite", "SynchroServer", "SynchroHTTP", "SQLiteKit", "SynchroClient",
-                "SeedArtifacts", "SeedSources",
+                "SeedArtifacts", "SeedSources", "PostgresKit", "_SeedkitTestSupport",
             ],
             path: "Benchmarks/seedkit-bench"),
 

@@ -14,6 +14,7 @@ enum BenchmarkRegistry {
         .serverPull,
         .packZstd,
         .seedArtifacts,
+        .postgresExport,
         .clientSync,
         .memoryPeak,
     ]

@@ -104,6 +104,35 @@ public final class PostgresConnection {
         if let pending { throw pending }
     }
 
+    /// Runs `COPY … TO STDOUT` (text format) and hands each data row's octets to `body` as libpq delivers them;
+    /// returns the number of rows. The floor any row-by-row reader of the same rows is compared with.
+    public func copyOut(_ sql: String, _ body: (UnsafeRawBufferPointer) -> Void) throws(PostgresError) -> Int {
+        let handle = try live()
+        guard let started = PQexec(handle, sql) else { throw failure(nil) }
+        let status = PQresultStatus(started)
+        let startError = status == PGRES_COPY_OUT ? nil : PostgresResultReader.error(of: started)
+        PQclear(started)
+        if let startError { throw failure(startError) }
+        var rows = 0
+        while true {
+            var buffer: UnsafeMutablePointer<CChar>?
+            let length = PQgetCopyData(handle, &buffer, 0)
+            guard length > 0, let buffer else { break }
+            body(UnsafeRawBufferPointer(start: buffer, count: Int(length)))
+            PQfreemem(buffer)
+            rows += 1
+        }
+        var pending: PostgresError?
+        while let result = PQgetResult(handle) {
+            if pending == nil, PQresultStatus(result) != PGRES_COMMAND_OK {
+                pending = PostgresResultReader.error(of: result)
+            }
+            PQclear(result)
+        }
+        if let pending { throw failure(pending) }
+        return rows
+    }
+
     /// Runs `body` inside one transaction of `mode`, committing when it returns and rolling back when it throws.
     public func transaction<Value>(
         _ mode: PostgresTransactionMode = .init(), _ body: (PostgresConnection) throws -> Value
