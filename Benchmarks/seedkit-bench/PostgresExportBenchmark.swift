@@ -182,7 +182,9 @@ private final class TimedSource: SeedExportSource {
         return try body()
     }
 
-    func schemaManifest() throws(SeedExportError) -> [UInt8] { try timed { () throws(SeedExportError) in try base.schemaManifest() } }
+    func schemaManifest() throws(SeedExportError) -> [UInt8] {
+        try timed { () throws(SeedExportError) in try base.schemaManifest() }
+    }
     func exportManifest(pageLimit: Int64) throws(SeedExportError) -> [UInt8] {
         try timed { () throws(SeedExportError) in try base.exportManifest(pageLimit: pageLimit) }
     }

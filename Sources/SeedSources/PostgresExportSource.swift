@@ -40,7 +40,7 @@ public final class PostgresExportSource: SeedExportSource {
             // libpq's message quotes the offending part of the string, which may be a password.
             throw .invalidSource(reason: "the PostgreSQL connection string is not a libpq URI or key=value list")
         } catch {
-            throw .database(route: "connect", failure: Self.failure(error, function: nil))
+            throw .database(route: "connect", failure: Self.failure(error, function: nil, target: ""))
         }
         target = connection.target
         try Self.checkExtensionVersion(connection)
@@ -62,7 +62,7 @@ public final class PostgresExportSource: SeedExportSource {
     /// answers `{schema_version, schema_hash, server_time, manifest}`; the `manifest` member is returned.
     public func schemaManifest() throws(SeedExportError) -> [UInt8] {
         try session.withLock { (session: inout sending Session) throws(SeedExportError) -> [UInt8] in
-            try session.begin(target: target)
+            try session.begin()
             let value = try session.call(Function.schemaManifest, "SELECT synchro.synchro_schema_manifest()", [])
             if case .object(let envelope) = value, case .object(let manifest)? = envelope["manifest"] {
                 return try Self.canonical(.object(manifest), route: Function.schemaManifest)
@@ -137,7 +137,7 @@ public final class PostgresExportSource: SeedExportSource {
             version = try connection.execute(
                 "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'synchro_pg'").scalar
         } catch {
-            throw .database(route: "pg_extension", failure: failure(error, function: nil))
+            throw .database(route: "pg_extension", failure: failure(error, function: nil, target: connection.target))
         }
         guard let version else { return }
         guard version == supportedExtensionSeries || version.hasPrefix(supportedExtensionSeries + ".") else {
@@ -156,7 +156,7 @@ public final class PostgresExportSource: SeedExportSource {
     }
 
     /// The typed cause of a libpq or server failure during a call to `function`.
-    static func failure(_ error: PostgresError, function: String?) -> SeedDatabaseFailure {
+    static func failure(_ error: PostgresError, function: String?, target: String) -> SeedDatabaseFailure {
         switch error {
         case .cannotConnect(let target, let reason): return .cannotConnect(target: target, reason: reason)
         case .authenticationFailed(let target): return .authenticationFailed(target: target)
@@ -165,7 +165,7 @@ public final class PostgresExportSource: SeedExportSource {
             return .server(sqlState: "", rule: error.rule, message: "\(error)")
         case .server(let state, let message):
             switch state {
-            case "42501": return .notSeedExporter(target: "")
+            case "42501": return .notSeedExporter(target: target)
             case "42883", "3F000": return .interfaceMissing(function: function ?? "a synchro function")
             case "40001", "40P01": return .serializationFailure
             default: return .server(sqlState: state, rule: error.rule, message: message)
@@ -180,12 +180,13 @@ private struct Session {
     var inTransaction = false
 
     /// Ends any earlier transaction and begins the export snapshot.
-    mutating func begin(target: String) throws(SeedExportError) {
+    mutating func begin() throws(SeedExportError) {
         rollback()
         do {
             try connection.execute(PostgresTransactionMode.snapshotExport.beginSQL)
         } catch {
-            throw .database(route: "BEGIN", failure: PostgresExportSource.failure(error, function: nil))
+            throw .database(
+                route: "BEGIN", failure: PostgresExportSource.failure(error, function: nil, target: connection.target))
         }
         inTransaction = true
     }
@@ -196,7 +197,8 @@ private struct Session {
         do {
             try connection.execute("COMMIT")
         } catch {
-            throw .database(route: "COMMIT", failure: PostgresExportSource.failure(error, function: nil))
+            throw .database(
+                route: "COMMIT", failure: PostgresExportSource.failure(error, function: nil, target: connection.target))
         }
     }
 
@@ -212,8 +214,7 @@ private struct Session {
         do {
             rows = try connection.execute(sql, parameters)
         } catch {
-            var failure = PostgresExportSource.failure(error, function: function)
-            if case .notSeedExporter = failure { failure = .notSeedExporter(target: connection.target) }
+            let failure = PostgresExportSource.failure(error, function: function, target: connection.target)
             throw .database(route: function, failure: failure)
         }
         guard let first = rows.rows.first, let bytes = first.first ?? nil else {

@@ -165,7 +165,7 @@ struct PostgresExportSourceTests {
         try source.finish()
     }
 
-    @Test("the fixture checks the transaction as upstream does: outside the export snapshot the manifest call raises XX000")
+    @Test("the fixture checks the transaction as upstream does: outside the snapshot the manifest call raises XX000")
     func transactionModeIsChecked() throws {
         let (_, replay) = try recordedExport()
         let connection = try replay.superuser()
@@ -227,7 +227,8 @@ struct PostgresExportSourceTests {
         let policy = SerializationRetryPolicy(attempts: 4, firstDelay: .milliseconds(100), maximumDelay: .seconds(1))
         let sleeps = Mutex<[Duration]>([])
         let source = try source(replay)
-        _ = try source.withRetries(policy, sleep: { delay in sleeps.withLock { $0.append(delay) } }) { (source) throws(SeedExportError) in
+        let record: (Duration) -> Void = { delay in sleeps.withLock { $0.append(delay) } }
+        _ = try source.withRetries(policy, sleep: record) { (source) throws(SeedExportError) in
             try SeedExporter.export(from: source, to: output, options: .init(pageLimit: Self.pageLimit))
         }
         #expect(sleeps.withLock { $0 } == [.milliseconds(100), .milliseconds(200)])
@@ -239,11 +240,13 @@ struct PostgresExportSourceTests {
         let (_, replay) = try recordedExport()
         try replay.failSerialization(times: 100)
         let output = directory.path("pg.db")
-        let policy = SerializationRetryPolicy(attempts: 3, firstDelay: .milliseconds(100), maximumDelay: .milliseconds(150))
+        let policy = SerializationRetryPolicy(
+            attempts: 3, firstDelay: .milliseconds(100), maximumDelay: .milliseconds(150))
         let sleeps = Mutex<[Duration]>([])
         let source = try source(replay)
         let error = expectFailure("retries_exhausted") {
-            _ = try source.withRetries(policy, sleep: { delay in sleeps.withLock { $0.append(delay) } }) { (source) throws(SeedExportError) in
+            let record: (Duration) -> Void = { delay in sleeps.withLock { $0.append(delay) } }
+            _ = try source.withRetries(policy, sleep: record) { (source) throws(SeedExportError) in
                 try SeedExporter.exportWithEvidence(from: source, to: output, options: .init(pageLimit: Self.pageLimit))
             }
         }

@@ -63,7 +63,8 @@ public struct ExportRecording: Sendable {
     private static func operatorPost(
         _ server: RunningServer, _ path: String, _ members: [JSONMember]
     ) throws -> RunningServer.Reply {
-        let reply = try server.send("POST", path, body: try CanonicalJSON.encode(.object(JSONObject(members))), headers: [
+        let body = try CanonicalJSON.encode(.object(JSONObject(members)))
+        let reply = try server.send("POST", path, body: body, headers: [
             ("Authorization", "Bearer " + RunningServer.operatorToken), ("Content-Type", "application/json"),
         ])
         guard reply.status == 200 else { throw RecordingFailure("POST \(path) answered \(reply.status)") }

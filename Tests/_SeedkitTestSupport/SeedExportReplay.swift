@@ -41,8 +41,10 @@ public final class SeedExportReplay: Sendable {
         try admin.execute("CREATE ROLE \(outsider) LOGIN PASSWORD '\(password)'")
         let connection = try superuser()
         for statement in Self.schema { try connection.execute(statement) }
-        try connection.execute("INSERT INTO synchro_replay.schema_manifest VALUES ($1::jsonb)", [text(recording.schemaManifest)])
-        try connection.execute("INSERT INTO synchro_replay.export_manifest VALUES ($1::jsonb)", [text(recording.exportManifest)])
+        try connection.execute(
+            "INSERT INTO synchro_replay.schema_manifest VALUES ($1::jsonb)", [text(recording.schemaManifest)])
+        try connection.execute(
+            "INSERT INTO synchro_replay.export_manifest VALUES ($1::jsonb)", [text(recording.exportManifest)])
         for page in recording.pages {
             try connection.execute("INSERT INTO synchro_replay.pages VALUES ($1, $2, $3::bigint, $4::jsonb)", [
                 page.scopeID, page.pageToken, String(page.expectedRowOrdinal), text(page.body),
@@ -132,8 +134,8 @@ public final class SeedExportReplay: Sendable {
                 RETURN synchro_replay.refusal('portable seed limit must be between 1 and 1000');
             END IF;
             IF NOT synchro_replay.export_transaction_is_valid() THEN
-                RAISE EXCEPTION 'portable seed transaction is invalid: portable seed requires SERIALIZABLE READ ONLY DEFERRABLE'
-                    USING ERRCODE = 'XX000';
+                RAISE EXCEPTION 'portable seed transaction is invalid: %',
+                    'portable seed requires SERIALIZABLE READ ONLY DEFERRABLE' USING ERRCODE = 'XX000';
             END IF;
             IF p_page_limit <> (v_manifest->>'page_limit')::int THEN
                 RETURN synchro_replay.refusal('portable seed page limit is fixed for the export');
@@ -199,6 +201,7 @@ public final class SeedExportReplay: Sendable {
         "REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA synchro_replay FROM PUBLIC",
         "GRANT EXECUTE ON FUNCTION synchro.synchro_schema_manifest() TO synchro_seed",
         "GRANT EXECUTE ON FUNCTION synchro.synchro_portable_seed_manifest(integer) TO synchro_seed",
-        "GRANT EXECUTE ON FUNCTION synchro.synchro_portable_seed_scope(text, text, text, bigint, integer) TO synchro_seed",
+        "GRANT EXECUTE ON FUNCTION synchro.synchro_portable_seed_scope(text, text, text, bigint, integer) "
+            + "TO synchro_seed",
     ]
 }

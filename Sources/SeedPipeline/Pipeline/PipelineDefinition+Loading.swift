@@ -135,7 +135,8 @@ extension PipelineDefinition {
         }
         switch PostgresExportSource.containsPassword(connection) {
         case nil:
-            throw .invalidValue(member: postgresql.member("connection"), reason: "must be a libpq URI or key=value list")
+            throw .invalidValue(
+                member: postgresql.member("connection"), reason: "must be a libpq URI or key=value list")
         case true?:
             throw .invalidValue(
                 member: postgresql.member("connection"),

@@ -10,7 +10,8 @@ extension PipelineRun {
     mutating func runExport(_ connection: PipelineSourceConnection) -> StepOutcome {
         let events = self.events
         let source = connection.exportSource
-        let (seedPath, options) = (seedPath, SeedExportOptions(pageLimit: definition.pageLimit, scopes: definition.scopes))
+        let seedPath = seedPath
+        let options = SeedExportOptions(pageLimit: definition.pageLimit, scopes: definition.scopes)
         var total: Int64 = 0
         var done: Int64 = 0
         do {
