@@ -208,6 +208,21 @@ struct PostgresExportSourceTests {
         try expectNothingPublished(output)
     }
 
+    @Test("an installed synchro_pg outside the 0.4 series is refused before any call; 0.4.x is accepted")
+    func extensionVersion() throws {
+        let (_, replay) = try recordedExport()
+        try replay.claimExtension(version: "0.5.0")
+        let error = try #require(throws: SeedExportError.self) { try source(replay) }
+        #expect(error.rule == "extension_version_unsupported")
+        #expect("\(error)".contains("0.5.0"))
+        let admin = try replay.superuser()
+        try admin.execute("SET allow_system_table_mods = on")
+        try admin.execute("UPDATE pg_catalog.pg_extension SET extversion = '0.4.1' WHERE extname = 'synchro_pg'")
+        let output = directory.path("pg.db")
+        _ = try SeedExporter.export(from: try source(replay), to: output, options: .init(pageLimit: Self.pageLimit))
+        #expect(FileManager.default.fileExists(atPath: output))
+    }
+
     @Test("a backend terminated between pages is connection_lost, and nothing is published")
     func terminatedMidExport() throws {
         let (_, replay) = try recordedExport()

@@ -78,6 +78,19 @@ public final class SeedExportReplay: Sendable {
         try superuser().execute("DROP FUNCTION synchro.synchro_portable_seed_scope(text, text, text, bigint, integer)")
     }
 
+    /// Makes the database claim that `synchro_pg` `version` is installed: one `pg_extension` row written with
+    /// `allow_system_table_mods` (upstream's extension files are not installed here), so the exporter's version
+    /// check meets a real catalog row.
+    public func claimExtension(version: String) throws {
+        let connection = try superuser()
+        try connection.execute("SET allow_system_table_mods = on")
+        try connection.execute("""
+            INSERT INTO pg_catalog.pg_extension (oid, extname, extowner, extnamespace, extrelocatable, extversion)
+            SELECT (SELECT max(oid::int8) + 1 FROM pg_catalog.pg_extension)::oid, 'synchro_pg', 10,
+                   'synchro'::regnamespace, false, $1
+            """, [version])
+    }
+
     private func text(_ bytes: [UInt8]) -> String {
         String(decoding: bytes, as: UTF8.self)
     }
