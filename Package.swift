@@ -31,7 +31,7 @@ let package = Package(
         .target(
             name: "SeedArtifacts",
             dependencies: ["SynchroProtocol", "SQLiteKit", "SynchroStore", "SystemKit", "CZstd", "CCrypto"]),
-        .target(name: "SeedSources", dependencies: ["SeedArtifacts", "SynchroHTTP", "SynchroProtocol"]),
+        .target(name: "SeedSources", dependencies: ["SeedArtifacts", "SynchroHTTP", "SynchroProtocol", "PostgresKit"]),
         .target(
             name: "SeedPipeline",
             dependencies: [
@@ -48,7 +48,7 @@ let package = Package(
             name: "seedkit-bench",
             dependencies: [
                 "SynchroProtocol", "CCrypto", "CSQLite", "SynchroServer", "SynchroHTTP", "SQLiteKit", "SynchroClient",
-                "SeedArtifacts", "SeedSources",
+                "SeedArtifacts", "SeedSources", "PostgresKit", "_SeedkitTestSupport",
             ],
             path: "Benchmarks/seedkit-bench"),
 
@@ -80,6 +80,11 @@ let package = Package(
             dependencies: [
                 "SeedArtifacts", "SeedSources", "SynchroClient", "SynchroStore", "SynchroProtocol", "SQLiteKit", "CZstd",
                 "_SeedkitTestSupport",
+            ]),
+        .testTarget(
+            name: "SeedSourcesTests",
+            dependencies: [
+                "SeedSources", "SeedArtifacts", "PostgresKit", "SynchroProtocol", "SQLiteKit", "_SeedkitTestSupport",
             ]),
         .testTarget(
             name: "SeedPipelineTests",

@@ -15,6 +15,7 @@ enum BenchmarkRegistry {
         .packZstd,
         .seedArtifacts,
         .seedPatch,
+        .postgresExport,
         .clientSync,
         .memoryPeak,
     ]

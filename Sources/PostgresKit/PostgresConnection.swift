@@ -104,6 +104,35 @@ public final class PostgresConnection {
         if let pending { throw pending }
     }
 
+    /// Runs `COPY … TO STDOUT` (text format) and hands each data row's octets to `body` as libpq delivers them;
+    /// returns the number of rows. The floor any row-by-row reader of the same rows is compared with.
+    public func copyOut(_ sql: String, _ body: (UnsafeRawBufferPointer) -> Void) throws(PostgresError) -> Int {
+        let handle = try live()
+        guard let started = PQexec(handle, sql) else { throw failure(nil) }
+        let status = PQresultStatus(started)
+        let startError = status == PGRES_COPY_OUT ? nil : PostgresResultReader.error(of: started)
+        PQclear(started)
+        if let startError { throw failure(startError) }
+        var rows = 0
+        while true {
+            var buffer: UnsafeMutablePointer<CChar>?
+            let length = PQgetCopyData(handle, &buffer, 0)
+            guard length > 0, let buffer else { break }
+            body(UnsafeRawBufferPointer(start: buffer, count: Int(length)))
+            PQfreemem(buffer)
+            rows += 1
+        }
+        var pending: PostgresError?
+        while let result = PQgetResult(handle) {
+            if pending == nil, PQresultStatus(result) != PGRES_COMMAND_OK {
+                pending = PostgresResultReader.error(of: result)
+            }
+            PQclear(result)
+        }
+        if let pending { throw failure(pending) }
+        return rows
+    }
+
     /// Runs `body` inside one transaction of `mode`, committing when it returns and rolling back when it throws.
     public func transaction<Value>(
         _ mode: PostgresTransactionMode = .init(), _ body: (PostgresConnection) throws -> Value
@@ -141,6 +170,24 @@ public final class PostgresConnection {
         defer { PQfreeCancel(cancel) }
         var buffer = [CChar](repeating: 0, count: 256)
         return PQcancel(cancel, &buffer, Int32(buffer.count)) == 1
+    }
+
+    /// The keywords `connectionString` sets explicitly (libpq's parse, without the environment or defaults), e.g. to
+    /// refuse a password written into a file. Never returns values: they may be secrets.
+    public static func keywords(of connectionString: String) throws(PostgresError) -> Set<String> {
+        var message: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(connectionString, &message) else {
+            if let message { PQfreemem(message) }
+            throw .invalidConnectionString(reason: "not a libpq URI or key=value list")
+        }
+        defer { PQconninfoFree(options) }
+        var keywords: Set<String> = []
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if option.pointee.val != nil { keywords.insert(String(cString: keyword)) }
+            option += 1
+        }
+        return keywords
     }
 
     private static func validate(_ connectionString: String) throws(PostgresError) {
@@ -216,7 +263,8 @@ public struct PostgresTransactionMode: Sendable, Equatable {
     /// `SERIALIZABLE READ ONLY DEFERRABLE`: the one consistent, never-failing snapshot a seed export reads.
     public static let snapshotExport = PostgresTransactionMode(isolation: .serializable, readOnly: true, deferrable: true)
 
-    var beginSQL: String {
+    /// The statement that begins a transaction of this mode.
+    public var beginSQL: String {
         "BEGIN ISOLATION LEVEL \(isolation.rawValue)" + (readOnly ? " READ ONLY" : " READ WRITE")
             + (deferrable ? " DEFERRABLE" : "")
     }

@@ -217,6 +217,33 @@ import _SeedkitTestSupport
         #expect(snapshot(publishDirectory) != before)
     }
 
+    @Test func aPostgreSQLSourceExportsThroughUpstreamsFunctionsAndRehearsesWithTheServerOfTheSameData() throws {
+        let server = try RunningServer(rows: 120)
+        let replay = try SeedExportReplay(
+            cluster: try PostgresCluster.shared(), recording: try ExportRecording.record(from: server, pageLimit: 50))
+        let connection = replay.cluster.socketConnectionString(database: replay.database, user: replay.exporter)
+        func definition(_ connection: String) throws -> PipelineDefinition {
+            let json = """
+                {"source": {"postgresql": {"connection": "\(connection)", "server_url": "\(server.baseURL)",
+                                           "user_token_env": "USER"}},
+                 "page_limit": 50, "pack": {"level": 3}, "rehearsal": {"user": "alice"},
+                 "publish": {"directory": "out/seed"}}
+                """
+            return try PipelineDefinition(
+                bytes: Array(json.utf8), baseDirectory: directory.url.path, environment: ["USER": "secret-alice"])
+        }
+        let first = try PipelineRunner.run(try definition(connection))
+        #expect(first.outcome == .published, "\(first.steps.map { "\($0.step): \($0.outcome)" })")
+        #expect(first.rehearsal?.scopes.allSatisfy { $0.continued && $0.verified } == true)
+        #expect(try PipelineRunner.run(try definition(connection)).outcome == .upToDate)
+
+        let withPassword = try #require(throws: PipelineDefinitionError.self) {
+            try definition(connection + " password=\(replay.password)")
+        }
+        #expect(withPassword.rule == "invalid_value")
+        #expect(!"\(withPassword)".contains(replay.password))
+    }
+
     @Test func eventsAndTheSummaryAreCanonicalJSONWithoutSecrets() throws {
         let events = EventLog()
         let report = try PipelineRunner.run(try embedded(), events: events.record)

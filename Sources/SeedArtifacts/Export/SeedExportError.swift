@@ -12,6 +12,9 @@ public enum SeedExportError: Error, Sendable, CustomStringConvertible {
     case transport(route: String, reason: String)
     /// The source answered with a non-200 status (`code`: the wire error code, when present).
     case refused(route: String, status: Int, code: String?)
+    /// A database source failed the call at `route` (a function name): connection, privilege, interface,
+    /// serialization or a refusal by the function.
+    case database(route: String, failure: SeedDatabaseFailure)
     /// A response is not strict JSON.
     case malformedJSON(route: String, rule: String, offset: Int)
     /// The schema manifest is invalid, or unsupported for portable seeds.
@@ -50,6 +53,7 @@ public enum SeedExportError: Error, Sendable, CustomStringConvertible {
         case .invalidSource: "invalid_source"
         case .transport: "transport_failed"
         case .refused(_, _, let code): code ?? "source_refused"
+        case .database(_, let failure): failure.rule
         case .malformedJSON(_, let rule, _): rule
         case .schemaManifest(let rule): rule
         case .exportManifest(let error): error.rule
@@ -73,6 +77,7 @@ public enum SeedExportError: Error, Sendable, CustomStringConvertible {
         case .invalidSource(let reason): "invalid source: \(reason)"
         case .transport(let route, let reason): "\(route): \(reason)"
         case .refused(let route, let status, let code): "\(route): the source answered \(status)\(code.map { " \($0)" } ?? "")"
+        case .database(let route, let failure): "\(route): \(failure)"
         case .malformedJSON(let route, let rule, let offset): "\(route): not strict JSON (\(rule) at octet \(offset))"
         case .schemaManifest(let rule): "schema manifest: \(rule)"
         case .exportManifest(let error): "\(error)"

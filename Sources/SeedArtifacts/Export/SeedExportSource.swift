@@ -2,17 +2,29 @@
 /// pages of every portable scope, all from one consistent snapshot. Sources return the raw JSON octets;
 /// every check happens in the exporter, so each source gets the same verification.
 ///
-/// The reference server's operator routes are one source (``HTTPExportSource``); a PostgreSQL source would
-/// call `synchro.synchro_schema_manifest()`, `synchro_portable_seed_manifest(page_limit)` and
-/// `synchro_portable_seed_scope(…)` inside one `SERIALIZABLE READ ONLY DEFERRABLE` transaction and rewrite
-/// PostgreSQL's number spelling to RFC 8785 before returning the octets.
+/// The reference server's operator routes are one source (``HTTPExportSource``); upstream's PostgreSQL functions
+/// are the other (``PostgresExportSource``), which calls `synchro.synchro_schema_manifest()`,
+/// `synchro_portable_seed_manifest(page_limit)` and `synchro_portable_seed_scope(…)` inside one
+/// `SERIALIZABLE READ ONLY DEFERRABLE` transaction and rewrites jsonb's text to RFC 8785 before returning it.
+///
+/// Every export calls ``schemaManifest()`` first (a source that holds a snapshot starts it there), then
+/// ``exportManifest(pageLimit:)``, the pages, and ``finish()`` once every row is read and before anything is
+/// published.
 public protocol SeedExportSource: Sendable {
-    /// The schema manifest object the export is bound to.
+    /// The schema manifest object the export is bound to; the first call of every export.
     func schemaManifest() throws(SeedExportError) -> [UInt8]
     /// Starts (or returns) the export: the export manifest object with receipts and first page tokens.
     func exportManifest(pageLimit: Int64) throws(SeedExportError) -> [UInt8]
     /// One page of one scope: `{scope, records, page_token, has_more}`.
     func scopePage(_ request: SeedPageRequest) throws(SeedExportError) -> [UInt8]
+    /// Every page was read: a source holding a snapshot ends it here (a commit that can still fail, so the
+    /// exporter publishes only after it returns).
+    func finish() throws(SeedExportError)
+}
+
+extension SeedExportSource {
+    /// Stateless sources (HTTP) have nothing to end.
+    public func finish() throws(SeedExportError) {}
 }
 
 /// The arguments of one page call (`synchro_portable_seed_scope`).

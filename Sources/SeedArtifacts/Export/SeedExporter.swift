@@ -104,6 +104,7 @@ public enum SeedExporter {
         defer { seed.discard() }
         let rows = try write(
             from: source, manifest: manifest, export: export, scopes: scopes, to: seed, events: events)
+        try source.finish()
         events(.verifying)
         if options.verify {
             try verifyPublication(seed.temporaryPath)

@@ -27,6 +27,13 @@ public struct InterruptibleExportSource: SeedExportSource {
         return try base.scopePage(request)
     }
 
+    /// Forwarded: the base may commit here (the PostgreSQL source ends its export transaction), so a wrapper that
+    /// kept the protocol's no-op default would leave the source unfinished.
+    public func finish() throws(SeedExportError) {
+        try check()
+        try base.finish()
+    }
+
     private func check() throws(SeedExportError) {
         if isInterrupted() { throw .interrupted }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import SeedArtifacts
+import SeedSources
 import SynchroProtocol
 import SynchroServer
 
@@ -8,6 +9,7 @@ extension PipelineDefinition {
     static let rootMembers = ["name", "source", "scopes", "page_limit", "pack", "rehearsal", "publish", "steps", "sign"]
     static let embeddedMembers = ["dataset", "rows"]
     static let serverMembers = ["url", "operator_token_env", "user_token_env"]
+    static let postgresqlMembers = ["connection", "server_url", "user_token_env"]
     static let packMembers = ["level"]
     static let rehearsalMembers = ["user", "rebuild_compare", "app_version"]
     static let publishMembers = ["directory"]
@@ -108,18 +110,23 @@ extension PipelineDefinition {
     private static func source(
         _ root: PipelineMemberReader, base: String, environment: [String: String], rehearses: Bool
     ) throws(PipelineDefinitionError) -> PipelineSource {
-        let source = try PipelineMemberReader(root.required("source"), path: "source", allowed: ["embedded", "server"])
-        switch (source.has("embedded"), source.has("server")) {
-        case (true, true): throw .conflictingMembers(member: "source", names: ["embedded", "server"])
-        case (false, false): throw .invalidValue(member: "source", reason: "must have one member, embedded or server")
-        case (true, false):
+        let kinds = ["embedded", "server", "postgresql"]
+        let source = try PipelineMemberReader(root.required("source"), path: "source", allowed: kinds)
+        let present = kinds.filter { source.has($0) }
+        guard present.count < 2 else { throw .conflictingMembers(member: "source", names: present) }
+        switch present.first {
+        case nil:
+            throw .invalidValue(member: "source", reason: "must have one member, embedded, server or postgresql")
+        case "postgresql"?:
+            return try postgresql(source, environment: environment, rehearses: rehearses)
+        case "embedded"?:
             let embedded = try source.child("embedded", allowed: Self.embeddedMembers)!
             guard let dataset = try embedded.string("dataset") else {
                 throw .missingMember(member: embedded.member("dataset"))
             }
             let rows = try embedded.integer("rows", in: 0...Int64(DatasetGenerator.maxRowCount))
             return .embedded(dataset: resolve(dataset, base: base), rows: rows.map { Int($0) })
-        case (false, true):
+        default:
             let server = try source.child("server", allowed: Self.serverMembers)!
             guard let url = try server.string("url") else { throw .missingMember(member: server.member("url")) }
             let operatorToken = try credential(server, "operator_token_env", environment: environment, needed: true)!
@@ -149,6 +156,35 @@ extension PipelineDefinition {
             return try credential(sign, "key_env", environment: environment, needed: signs)
                 .map(PipelineSigningKey.environment)
         }
+    }
+
+    private static func postgresql(
+        _ source: PipelineMemberReader, environment: [String: String], rehearses: Bool
+    ) throws(PipelineDefinitionError) -> PipelineSource {
+        let postgresql = try source.child("postgresql", allowed: Self.postgresqlMembers)!
+        guard let connection = try postgresql.string("connection") else {
+            throw .missingMember(member: postgresql.member("connection"))
+        }
+        switch PostgresExportSource.containsPassword(connection) {
+        case nil:
+            throw .invalidValue(
+                member: postgresql.member("connection"), reason: "must be a libpq URI or key=value list")
+        case true?:
+            throw .invalidValue(
+                member: postgresql.member("connection"),
+                reason: "must not carry a password; libpq reads it from PGPASSWORD or ~/.pgpass")
+        case false?:
+            break
+        }
+        var serverURL: String?
+        if rehearses {
+            guard let url = try postgresql.string("server_url") else {
+                throw .missingMember(member: postgresql.member("server_url"))
+            }
+            serverURL = try Self.serverURL(url, member: postgresql.member("server_url"))
+        }
+        let userToken = try credential(postgresql, "user_token_env", environment: environment, needed: rehearses)
+        return .postgresql(PipelinePostgresSource(connection: connection, serverURL: serverURL, userToken: userToken))
     }
 
     private static func rehearsal(

@@ -68,14 +68,29 @@ public enum PipelineSource: Sendable {
     case embedded(dataset: String, rows: Int?)
     /// A running protocol 3 server with the operator export routes.
     case server(PipelineServerSource)
+    /// Upstream's export functions in a PostgreSQL database.
+    case postgresql(PipelinePostgresSource)
 
-    /// `embedded` or `server`.
+    /// `embedded`, `server` or `postgresql`.
     public var kind: String {
         switch self {
         case .embedded: "embedded"
         case .server: "server"
+        case .postgresql: "postgresql"
         }
     }
+}
+
+/// A PostgreSQL source: the libpq connection string (without a password: libpq reads it from `PGPASSWORD` or
+/// `~/.pgpass`) and, for the rehearsal, the protocol server that serves the same database.
+public struct PipelinePostgresSource: Sendable {
+    /// A `postgresql://` URI or `key=value` list, as libpq reads it.
+    public let connection: String
+    /// `http(s)://host[:port]` of the protocol server the rehearsal syncs with; nil when the pipeline does not
+    /// rehearse.
+    public let serverURL: String?
+    /// The rehearsal user's credential; nil when the pipeline does not rehearse.
+    public let userToken: PipelineCredential?
 }
 
 /// A server source: its URL and the credentials read from the environment variables the file names.

@@ -31,6 +31,11 @@ struct PipelineInputs {
             source = .object(JSONObject([
                 JSONMember("kind", .string("server")), JSONMember("url", .string(server.url)),
             ]))
+        case .postgresql(let postgresql):
+            // The file refuses a password in the connection string, so it may be recorded.
+            source = .object(JSONObject([
+                JSONMember("kind", .string("postgresql")), JSONMember("connection", .string(postgresql.connection)),
+            ]))
         }
         json = .object(JSONObject([
             JSONMember("tool_version", .string(SeedArtifacts.toolVersion)),

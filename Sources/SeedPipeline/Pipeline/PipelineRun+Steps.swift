@@ -7,21 +7,23 @@ import SystemKit
 
 extension PipelineRun {
     /// Exports one snapshot into `seed.db`; every page is checked as it streams (`spec/seed-format.md` §5).
-    mutating func runExport(_ source: RecordingExportSource) -> StepOutcome {
+    mutating func runExport(_ connection: PipelineSourceConnection) -> StepOutcome {
         let events = self.events
+        let source = connection.exportSource
+        let seedPath = seedPath
+        let options = SeedExportOptions(pageLimit: definition.pageLimit, scopes: definition.scopes)
         var total: Int64 = 0
         var done: Int64 = 0
         do {
-            let report = try SeedExporter.export(
-                from: source, to: seedPath,
-                options: SeedExportOptions(pageLimit: definition.pageLimit, scopes: definition.scopes)
-            ) { event in
-                switch event {
-                case .started(let scopes): total = scopes.reduce(0) { $0 + $1.cardinality }
-                case .rows(_, let rows): done += rows
-                case .verifying, .evidencePublished, .published: return
+            let report = try connection.exporting { () throws(SeedExportError) in
+                try SeedExporter.export(from: source, to: seedPath, options: options) { event in
+                    switch event {
+                    case .started(let scopes): (total, done) = (scopes.reduce(0) { $0 + $1.cardinality }, 0)
+                    case .rows(_, let rows): done += rows
+                    case .verifying, .evidencePublished, .published: return
+                    }
+                    events(.progress(.export, PipelineProgress(unit: .rows, done: done, total: total)))
                 }
-                events(.progress(.export, PipelineProgress(unit: .rows, done: done, total: total)))
             }
             export = report
             return .passed(rows: report.rows, bytes: report.bytes)

@@ -99,7 +99,7 @@ struct PipelineRun {
         let started = ContinuousClock.now
         let outcome: StepOutcome
         switch step {
-        case .export: outcome = runExport(connection.exportSource)
+        case .export: outcome = runExport(connection)
         case .verify: outcome = runVerify()
         case .pack: outcome = runPack()
         case .install: outcome = runInstall()

@@ -1,5 +1,6 @@
 import Foundation
 import SeedArtifacts
+import SeedSources
 import SynchroServer
 
 /// The source while the steps run: where to export from and whom the rehearsal syncs as. For the embedded source
@@ -37,10 +38,19 @@ final class PipelineSourceConnection: Sendable {
             embedded = nil
             rehearsalServer = server.url
             rehearsalCredential = server.userToken?.value
-            exportSource = RecordingExportSource(
-                try PipelineSourceProbe.exportSource(
-                    url: server.url, operatorToken: server.operatorToken.value, wrap: wrap))
+            exportSource = RecordingExportSource(try PipelineSourceProbe.exportSource(definition.source, wrap: wrap))
+        case .postgresql(let postgresql):
+            embedded = nil
+            rehearsalServer = postgresql.serverURL ?? ""
+            rehearsalCredential = postgresql.userToken?.value
+            exportSource = RecordingExportSource(try PipelineSourceProbe.exportSource(definition.source, wrap: wrap))
         }
+    }
+
+    /// Runs one export; from PostgreSQL, the whole transaction again after a serialization failure.
+    func exporting<Value>(_ body: () throws(SeedExportError) -> Value) throws(SeedExportError) -> Value {
+        guard let postgresql = exportSource.base as? PostgresExportSource else { return try body() }
+        return try postgresql.withRetries { (_) throws(SeedExportError) in try body() }
     }
 
     func stop() {

@@ -35,11 +35,12 @@ struct PipelineSourceProbe {
             return PipelineSourceProbe(
                 inputs: PipelineInputs(definition: definition, datasetFiles: PipelineInputs.datasetFiles(path)),
                 state: nil, dataset: dataset)
-        case .server(let server):
-            let source = try exportSource(url: server.url, operatorToken: server.operatorToken.value, wrap: wrap)
+        case .server, .postgresql:
+            let source = try exportSource(definition.source, wrap: wrap)
             let export: SeedExportManifest
             do {
                 export = try currentExport(source, pageLimit: definition.pageLimit)
+                try source.finish()
             } catch {
                 throw .source(error)
             }
@@ -57,6 +58,25 @@ struct PipelineSourceProbe {
         _ source: any SeedExportSource, pageLimit: Int64
     ) throws(SeedExportError) -> SeedExportManifest {
         try SeedExporter.currentManifests(from: source, pageLimit: pageLimit).export
+    }
+
+    /// The export source of a server or PostgreSQL source (the embedded source's server is started first).
+    static func exportSource(
+        _ source: PipelineSource, wrap: (@Sendable (any SeedExportSource) -> any SeedExportSource)?
+    ) throws(PipelineError) -> any SeedExportSource {
+        switch source {
+        case .embedded: preconditionFailure("the embedded source has no export source before its server starts")
+        case .server(let server):
+            return try exportSource(url: server.url, operatorToken: server.operatorToken.value, wrap: wrap)
+        case .postgresql(let postgresql):
+            let source: PostgresExportSource
+            do {
+                source = try PostgresExportSource(connectionString: postgresql.connection)
+            } catch {
+                throw .source(error)
+            }
+            return wrap?(source) ?? source
+        }
     }
 
     static func exportSource(

@@ -5,7 +5,8 @@ import SynchroProtocol
 /// Passes every call through to a source and keeps the export manifest it returned, so the runner can record
 /// the state of the export it actually published (generations are not part of ``SeedExportReport``).
 final class RecordingExportSource: SeedExportSource {
-    private let base: any SeedExportSource
+    /// The source every call goes to.
+    let base: any SeedExportSource
     private let manifest = Mutex<[UInt8]?>(nil)
 
     init(_ base: any SeedExportSource) {
@@ -30,5 +31,9 @@ final class RecordingExportSource: SeedExportSource {
 
     func scopePage(_ request: SeedPageRequest) throws(SeedExportError) -> [UInt8] {
         try base.scopePage(request)
+    }
+
+    func finish() throws(SeedExportError) {
+        try base.finish()
     }
 }

@@ -28,7 +28,7 @@ enum CommandDispatcher {
                  [--force] [--json]           decompress a packed seed, refusing damage and oversize
           export --source URL --out FILE [--token-env VAR | --token-file FILE] [--scopes A,B] [--page-limit N]
                  [--wait SECONDS] [--force] [--json]
-                                              export a verified portable seed from a server
+                                              export a verified portable seed from a server or PostgreSQL
           verify SEED.db[.zst] [--trusted-key PUB ...] [--json]
                                               every publication and device-installer check of a seed
           keygen --out KEY [--json]           a new Ed25519 signing key (KEY mode 0600) and KEY.pub

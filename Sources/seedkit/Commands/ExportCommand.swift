@@ -5,12 +5,14 @@ import SeedSources
 import SynchroProtocol
 import SystemKit
 
-/// `seedkit export`: one portable seed from a server's operator export routes, verified, published
+/// `seedkit export`: one portable seed from a server's operator export routes or from upstream's PostgreSQL export
+/// functions (`--source postgresql://…`), verified, published
 /// atomically, with `<out>.evidence.json` beside it (`spec/seed-format.md` §5). The library publishes the evidence
 /// before the seed (`SeedExporter.exportWithEvidence`), so a seed at the output path always has its evidence.
 ///
 /// The operator token is read from the environment variable named by `--token-env` (default
-/// `SEEDKIT_OPERATOR_TOKEN`) or the file `--token-file` names, never from the command line, and never printed.
+/// `SEEDKIT_OPERATOR_TOKEN`) or the file `--token-file` names, never from the command line, and never printed; a
+/// PostgreSQL password comes from libpq (the connection string, `PGPASSWORD`, `~/.pgpass`) and is never printed.
 enum ExportCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(
@@ -19,19 +21,21 @@ enum ExportCommand {
         guard arguments.positionals.isEmpty else {
             throw Arguments.UsageError(message: "export takes no positional arguments")
         }
-        guard let source = arguments.values["source"],
-              source.hasPrefix("http://") || source.hasPrefix("https://")
-        else { throw Arguments.UsageError(message: "export needs --source http(s)://HOST:PORT") }
+        guard let source = arguments.values["source"], let kind = SourceKind(source) else {
+            throw Arguments.UsageError(
+                message: "export needs --source http(s)://HOST:PORT or postgresql://USER@HOST[:PORT]/DB")
+        }
         guard let output = arguments.values["out"], !output.isEmpty else {
             throw Arguments.UsageError(message: "export needs --out FILE")
         }
-        guard let secret = try SecretInput.read(arguments, option: "token", defaultVariable: "SEEDKIT_OPERATOR_TOKEN")
-        else {
+        // The operator token is the HTTP source's credential; PostgreSQL authenticates through libpq.
+        let secret = kind == .postgresql
+            ? nil : try SecretInput.read(arguments, option: "token", defaultVariable: "SEEDKIT_OPERATOR_TOKEN")
+        guard kind == .postgresql || secret != nil else {
             throw Arguments.UsageError(
                 message: "the operator token is needed: the variable SEEDKIT_OPERATOR_TOKEN, --token-env VAR or "
                     + "--token-file FILE", rule: "credential_missing")
         }
-        let token = secret.value
         let options = try exportOptions(arguments)
         let wait = try lockWait(arguments)
         let json = arguments.flags.contains("json")
@@ -62,14 +66,22 @@ enum ExportCommand {
         defer { withExtendedLifetime(lock) {} }
         let display = ExportDisplay(console: console, progress: !json)
         do {
-            console.detail("source \(Console.displayURL(source)), operator credential from \(secret.source), "
-                + "page limit \(options.pageLimit)")
-            let exportSource = InterruptibleExportSource(
-                base: try HTTPExportSource(baseURL: source, operatorToken: token), isInterrupted: { Interruption.requested })
-            let (evidence, evidencePath) = try SeedExporter.exportWithEvidence(
-                from: exportSource, to: output, options: options
-            ) { event in
-                display.show(event)
+            let (evidence, evidencePath): (SeedEvidence, String)
+            switch (kind, secret) {
+            case (.http, let secret?):
+                console.detail("source \(Console.displayURL(source)), operator credential from \(secret.source), "
+                    + "page limit \(options.pageLimit)")
+                let exportSource = InterruptibleExportSource(
+                    base: try HTTPExportSource(baseURL: source, operatorToken: secret.value),
+                    isInterrupted: { Interruption.requested })
+                (evidence, evidencePath) = try SeedExporter.exportWithEvidence(
+                    from: exportSource, to: output, options: options
+                ) { event in
+                    display.show(event)
+                }
+            default:
+                (evidence, evidencePath) = try exportFromPostgreSQL(
+                    source, to: output, options: options, console: console, display: display)
             }
             display.finish()
             try printResult(evidence, path: output, evidencePath: evidencePath, json: json, console: console)
@@ -80,9 +92,10 @@ enum ExportCommand {
                 report(rule: "interrupted", message: "interrupted; nothing published", status: .interrupted, json: json)
                 return .interrupted
             }
-            let status: ExitStatus = error.isInputError ? .invalidInput : .checkFailed
+            var status: ExitStatus = error.isInputError ? .invalidInput : .checkFailed
+            if case .database(_, .retriesExhausted) = error { status = .retriesExhausted }
             var message = "export failed: \(error)"
-            if case .refused(_, let code, _) = error, code == 401 || code == 403 {
+            if case .refused(_, let code, _) = error, code == 401 || code == 403, let secret {
                 message += "; the server refused the operator token from \(secret.source): fix it there"
             }
             report(rule: error.rule, message: message, status: status, json: json)
@@ -91,6 +104,41 @@ enum ExportCommand {
             display.finish()
             Terminal.err("seedkit: export failed: \(error)\n")
             return .checkFailed
+        }
+    }
+
+    /// Where `--source` points: the reference server's operator routes, or upstream's functions in PostgreSQL
+    /// (a libpq URI or `key=value` list; the connection string is never printed, only the target libpq reports).
+    enum SourceKind {
+        case http, postgresql
+
+        init?(_ source: String) {
+            if source.hasPrefix("http://") || source.hasPrefix("https://") {
+                self = .http
+            } else if source.hasPrefix("postgresql://") || source.hasPrefix("postgres://") || source.contains("=") {
+                self = .postgresql
+            } else {
+                return nil
+            }
+        }
+    }
+
+    /// One export inside one `SERIALIZABLE READ ONLY DEFERRABLE` transaction, run again after a serialization
+    /// failure (the default ``SerializationRetryPolicy``).
+    private static func exportFromPostgreSQL(
+        _ connectionString: String, to output: String, options: SeedExportOptions, console: Console,
+        display: ExportDisplay
+    ) throws(SeedExportError) -> (SeedEvidence, String) {
+        let source = try PostgresExportSource(connectionString: connectionString)
+        console.detail("source PostgreSQL at \(source.target), page limit \(options.pageLimit)")
+        return try source.withRetries(sleep: { delay in
+            console.detail("serialization failure: the export transaction runs again in \(delay)")
+            SerializationRetryPolicy.sleep(delay)
+        }) { (source) throws(SeedExportError) in
+            let interruptible = InterruptibleExportSource(base: source, isInterrupted: { Interruption.requested })
+            return try SeedExporter.exportWithEvidence(from: interruptible, to: output, options: options) { event in
+                display.show(event)
+            }
         }
     }
 

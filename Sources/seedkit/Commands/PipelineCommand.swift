@@ -127,6 +127,7 @@ private final class PipelineOutput: Sendable {
             + (rows.map { " (\($0) rows)" } ?? "")
         case .server(let server): "\(Console.displayURL(server.url)), operator credential from "
             + "$\(server.operatorToken.variable)"
+        case .postgresql: "PostgreSQL (upstream's export functions)"
         }
         console.detail("\(definition.name): source \(source); publish directory \(definition.publishDirectory)")
         console.detail("steps: " + definition.steps.map(\.rawValue).joined(separator: ", "))
