@@ -51,7 +51,7 @@ struct SigningCommandTests {
         let unsigned = try SeedkitProcess.run(["verify", seed + ".zst", "--trusted-key", path("release.key.pub")])
         #expect(unsigned.status == 6 && unsigned.stdoutText.contains("signature_missing"))
 
-        let sign = try SeedkitProcess.run(["sign"] + files + ["--key", path("release.key")])
+        let sign = try SeedkitProcess.run(["sign"] + files + ["--key-file", path("release.key")])
         #expect(sign.status == 0, "\(sign.stderrText)")
         #expect(!(sign.stdoutText + sign.stderrText).contains("PRIVATE KEY"))
 
@@ -74,7 +74,7 @@ struct SigningCommandTests {
 
         // A seed.db that is not the signed one: the patch rebuilds it, the digest differs, nothing is published.
         try Data(next + [0x0A]).write(to: URL(fileURLWithPath: seed))
-        #expect(try SeedkitProcess.run(["sign", seed, seed + ".zst", seed + ".patch.zst", "--key", path("other.key"),
+        #expect(try SeedkitProcess.run(["sign", seed, seed + ".zst", seed + ".patch.zst", "--key-file", path("other.key"),
                                        "--force"]).status == 0)
         let mismatch = try SeedkitProcess.run([
             "unpack", seed + ".patch.zst", "--patch-from", old, "--out", path("second.db"),

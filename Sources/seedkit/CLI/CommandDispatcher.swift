@@ -32,7 +32,7 @@ enum CommandDispatcher {
           verify SEED.db[.zst] [--trusted-key PUB ...] [--json]
                                               every publication and device-installer check of a seed
           keygen --out KEY [--json]           a new Ed25519 signing key (KEY mode 0600) and KEY.pub
-          sign FILE ... (--key KEY | --key-env VAR) [--force] [--json]
+          sign FILE ... (--key-file KEY | --key-env VAR) [--force] [--json]
                                               sign files into provenance.intoto.jsonl beside them
           install SEED.db[.zst] --to APP.db [--trusted-key PUB ...] [--json]
                                               install a seed as a device's first database, never overwriting

@@ -3,13 +3,13 @@ import SeedArtifacts
 import SynchroProtocol
 import SystemKit
 
-/// `seedkit sign FILE… (--key KEY | --key-env VAR) [--force] [--json]`: signs files that sit in one directory with
+/// `seedkit sign FILE… (--key-file KEY | --key-env VAR) [--force] [--json]`: signs files that sit in one directory with
 /// an Ed25519 key: a DSSE envelope over an in-toto statement (SLSA provenance, build type `sign`) whose subjects are
 /// the files, written as `provenance.intoto.jsonl` in that directory. The key is never printed. Exit 0, or 2.
 enum SignCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let started = Date()
-        let arguments = try Arguments(words, flags: ["force", "json"], valued: ["key", "key-env"])
+        let arguments = try Arguments(words, flags: ["force", "json"], valued: ["key-file", "key-env"])
         try arguments.requirePositionals(atMost: Int.max, atLeast: 1)
         let files = arguments.positionals
         let directories = Set(files.map {
@@ -19,8 +19,8 @@ enum SignCommand {
             throw Arguments.UsageError(
                 message: "sign needs files of one directory (the envelope is written beside them)")
         }
-        guard (arguments.values["key"] == nil) != (arguments.values["key-env"] == nil) else {
-            throw Arguments.UsageError(message: "sign needs exactly one of --key KEY or --key-env VAR")
+        guard (arguments.values["key-file"] == nil) != (arguments.values["key-env"] == nil) else {
+            throw Arguments.UsageError(message: "sign needs exactly one of --key-file KEY or --key-env VAR")
         }
         let asJSON = arguments.flags.contains("json")
         let console = arguments.console("sign")
@@ -69,9 +69,9 @@ enum SignCommand {
         }
     }
 
-    /// `--key FILE` (mode 0600) or else `--key-env VAR` (PEM text); the caller checked that exactly one is given.
+    /// `--key-file FILE` (mode 0600) or else `--key-env VAR` (PEM text); the caller checked that exactly one is given.
     private static func privateKey(_ arguments: Arguments, console: Console) throws(SigningError) -> Ed25519PrivateKey {
-        if let path = arguments.values["key"] {
+        if let path = arguments.values["key-file"] {
             console.detail("private key from the file \(path)")
             return try SigningKeyFile.privateKey(path: path)
         }
