@@ -48,7 +48,8 @@ struct SecretArgumentTests {
             for words in [[option, "argv-secret-5150"], [option + "=user=argv-secret-5150"]] {
                 let run = try SeedkitProcess.run(command + words)
                 #expect(run.status == 2, "\(command) \(option)")
-                #expect(run.stderrText.contains("would put a secret on the command line"), "\(command): \(run.stderrText)")
+                #expect(
+                    run.stderrText.contains("would put a secret on the command line"), "\(command): \(run.stderrText)")
                 #expect(!(run.stdoutText + run.stderrText).contains("argv-secret-5150"))
             }
         }

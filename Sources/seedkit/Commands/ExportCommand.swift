@@ -51,7 +51,8 @@ enum ExportCommand {
         } catch {
             switch error {
             case .held(_, let holder) where !Interruption.requested:
-                report(rule: "locked", message: "\(output) is locked by \(holder.map { "process \($0)" } ?? "another export") "
+                let holderText = holder.map { "process \($0)" } ?? "another export"
+                report(rule: "locked", message: "\(output) is locked by \(holderText) "
                     + "(locked): one export writes a destination at a time; run again once it has finished, or pass "
                     + "--wait SECONDS", status: .locked, json: json)
                 return .locked
@@ -291,6 +292,7 @@ final class ExportDisplay: @unchecked Sendable {
         let rate = seconds > 0 ? Double(done) / seconds : 0
         let percent = total > 0 ? Int(Double(done) * 100 / Double(total)) : 100
         let remaining = rate > 0 ? Int(Double(total - done) / rate) : 0
-        Terminal.progress("\r\u{1B}[Kexport \(percent)%  \(done)/\(total) rows  \(Int(rate)) rows/s  ~\(remaining)s left")
+        Terminal.progress(
+            "\r\u{1B}[Kexport \(percent)%  \(done)/\(total) rows  \(Int(rate)) rows/s  ~\(remaining)s left")
     }
 }
