@@ -4,8 +4,9 @@ import SynchroProtocol
 import SystemKit
 
 /// `seedkit sign FILE… (--key-file KEY | --key-env VAR) [--force] [--json]`: signs files that sit in one directory
-/// with an Ed25519 key: a DSSE envelope over an in-toto statement (SLSA provenance, build type `sign`) whose subjects are
-/// the files, written as `provenance.intoto.jsonl` in that directory. The key is never printed. Exit 0, or 2.
+/// with an Ed25519 key: a DSSE envelope over an in-toto statement (SLSA provenance, build type `sign`) whose
+/// subjects are the files, written as `provenance.intoto.jsonl` in that directory. The key is never printed.
+/// Exit 0, or 2.
 enum SignCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let started = Date()
