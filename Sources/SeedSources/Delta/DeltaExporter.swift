@@ -168,3 +168,17 @@ public enum DeltaExporter {
         }
     }
 }
+
+extension DeltaExporter {
+    /// The checks `verify` applies to a delta seed (``DeltaSeedLayout``): empty when the seed is sound.
+    public static func verify(path: String) -> [String] {
+        DeltaSeedLayout.verify(path: path)
+    }
+
+    /// Whether the SQLite file at `path` is a delta seed (has the `_delta_seed` table), not a Synchro seed.
+    public static func isDeltaSeed(path: String) -> Bool {
+        guard let connection = try? Connection(path: path, mode: .readOnly) else { return false }
+        defer { connection.close() }
+        return (try? connection.tableExists("_delta_seed")) ?? false
+    }
+}

@@ -56,8 +56,8 @@ struct DeltaPage {
             }
         }
         guard let next = object["next_cursor"].flatMap(Self.integer) else { throw Rule("next_cursor_missing") }
-        guard next >= last else { throw Rule("next_cursor_behind_changes") }
         guard !more || next > since else { throw Rule("cursor_not_advancing") }
+        guard next >= last else { throw Rule("next_cursor_behind_changes") }
         cursor = String(next)
         hasMore = more
     }
