@@ -44,9 +44,20 @@ import _SeedkitTestSupport
         #expect(outcome.stdoutText.contains("users → app_users: 5 rows, 3 page(s), an app would need 2 sync sessions"))
         #expect(!(outcome.stdoutText + outcome.stderrText).contains(DeltaFixtureServer.token))
         let connection = try Connection(path: directory.path("seed.db"), mode: .readOnly)
-        defer { connection.close() }
         #expect(try connection.scalar("SELECT count(*) FROM articles")?.integerValue == 4)
+        connection.close()
         #expect(FileManager.default.fileExists(atPath: directory.path("seed.db.evidence.json")))
+
+        let verified = try SeedkitProcess.run(["verify", directory.path("seed.db"), "--json"])
+        #expect(verified.status == 0, "\(verified.stdoutText)")
+        #expect(verified.stdoutText == "{\"findings\":[],\"kind\":\"delta\",\"ok\":true}\n")
+        let writable = try Connection(path: directory.path("seed.db"))
+        try writable.execute("DELETE FROM app_users WHERE id = 'u2'")
+        writable.close()
+        let tampered = try SeedkitProcess.run(["verify", directory.path("seed.db")])
+        #expect(tampered.status == 1)
+        #expect(tampered.stdoutText.contains("FAIL row_count (entity users)"))
+        #expect(tampered.stdoutText.contains("FAIL digest (entity users)"))
 
         let again = try export(definition, token: DeltaFixtureServer.token)
         #expect(again.status == 2)
