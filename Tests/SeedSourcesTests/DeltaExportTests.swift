@@ -24,7 +24,8 @@ import _SeedkitTestSupport
     }
 
     func definition(_ template: String = "updatedAfter={since}&limit={limit}") throws -> DeltaSourceDefinition {
-        try DeltaSourceDefinition(bytes: Array(DeltaDefinitionFixture.text(baseURL: server.baseURL, template: template).utf8))
+        let text = DeltaDefinitionFixture.text(baseURL: server.baseURL, template: template)
+        return try DeltaSourceDefinition(bytes: Array(text.utf8))
     }
 
     func export(_ definition: DeltaSourceDefinition, token: String = DeltaFixtureServer.token) throws(DeltaSourceError)
@@ -212,7 +213,8 @@ import _SeedkitTestSupport
         ("&limit={limit}", "&limit={limit", "entities[1].paging.list_query_template", "unclosed_token"),
         ("\"shape\": \"list\"", "\"shape\": \"graphql\"", "entities[1].paging.shape", "not_changes_or_list"),
         ("\"table\": \"app_users\"", "\"table\": \"articles\"", "entities[1].table", "duplicate_table"),
-        ("\"table\": \"app_users\"", "\"table\": \"_delta_x\"", "entities[1].table", "not_a_plain_identifier_or_reserved"),
+        ("\"table\": \"app_users\"", "\"table\": \"_delta_x\"", "entities[1].table",
+         "not_a_plain_identifier_or_reserved"),
         ("\"bearer_env\": \"DELTA_TOKEN\"", "\"bearer_env\": \"DELTA TOKEN\"", "auth.bearer_env",
          "not_an_environment_variable_name"),
         ("\"X-Tenant\"", "\"Authorization\"", "headers.Authorization", "not_an_allowed_header_name"),

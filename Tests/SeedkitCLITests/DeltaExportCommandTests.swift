@@ -41,7 +41,8 @@ import _SeedkitTestSupport
         let outcome = try export(definition, token: DeltaFixtureServer.token, ["--verbose"])
         #expect(outcome.status == 0, "\(outcome.stderrText)")
         #expect(outcome.stdoutText.contains("exported 9 rows of 2 entity type(s)"))
-        #expect(outcome.stdoutText.contains("users → app_users: 5 rows, 3 page(s), an app would need 2 sync sessions"))
+        #expect(outcome.stdoutText.contains(
+            "users → app_users: 5 rows, 3 page(s), an app would need 2 sync sessions"))
         #expect(!(outcome.stdoutText + outcome.stderrText).contains(DeltaFixtureServer.token))
         let connection = try Connection(path: directory.path("seed.db"), mode: .readOnly)
         #expect(try connection.scalar("SELECT count(*) FROM articles")?.integerValue == 4)

@@ -167,7 +167,9 @@ public final class DeltaFixtureServer: @unchecked Sendable {
             return (state.faults.remove(at: index).fault, state.beforePage)
         }
         guard request.method == "GET", !entity.isEmpty else { return HTTPResponse(status: 404) }
-        guard request.headers.single("Authorization") == "Bearer " + Self.token else { return HTTPResponse(status: 401) }
+        guard request.headers.single("Authorization") == "Bearer " + Self.token else {
+            return HTTPResponse(status: 401)
+        }
         guard request.headers.single("X-Tenant") == Self.tenant else { return HTTPResponse(status: 403) }
         if case .status(let status, let retryAfter) = fault {
             return HTTPResponse(status: status, headers: retryAfter.map { [("Retry-After", $0)] } ?? [])
@@ -210,7 +212,8 @@ public final class DeltaFixtureServer: @unchecked Sendable {
                                  "entity": .object(JSONObject([JSONMember("title", .string("no key"))]))])
         default: break
         }
-        let next = fault.map { if case .stuckCursor = $0 { true } else { false } } == true ? since : (page.last?.rev ?? since)
+        let stuck = fault.map { if case .stuckCursor = $0 { true } else { false } } == true
+        let next = stuck ? since : (page.last?.rev ?? since)
         return json(object([
             "changes": .array(changes), "next_cursor": .string(String(next)), "has_more": .bool(rows.count > limit),
             "server_time": .string("2026-04-15T09:00:00Z"),
@@ -247,7 +250,9 @@ public final class DeltaFixtureServer: @unchecked Sendable {
             }
         }
         if case .rowWithoutKey = fault, !page.isEmpty {
-            page[0] = .object(JSONObject([JSONMember("name", .string("no key")), JSONMember("updatedAt", .string(since))]))
+            page[0] = .object(JSONObject([
+                JSONMember("name", .string("no key")), JSONMember("updatedAt", .string(since)),
+            ]))
         }
         return json(.array(page))
     }

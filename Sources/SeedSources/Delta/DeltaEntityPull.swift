@@ -38,7 +38,8 @@ struct DeltaEntityPull {
                 }
                 outcome.pages += 1
                 outcome.cursor = page.cursor
-                try write(cursor: page.cursor, serverTime: nil, outcome: outcome, changes: page.changes, page: outcome.pages)
+                try write(
+                    cursor: page.cursor, serverTime: nil, outcome: outcome, changes: page.changes, page: outcome.pages)
                 events(.page(entity: entity.name, changes: page.changes.count))
                 if !page.hasMore { return outcome }
             }
@@ -101,7 +102,7 @@ struct DeltaEntityPull {
             try storage { () throws(SQLiteError) in
                 try connection.run(
                     "INSERT OR REPLACE INTO _delta_checkpoints (entity, cursor, server_time, row_count, digest, pages, "
-                        + "resets) VALUES (?, ?, ?, (SELECT count(*) FROM \(table)), NULL, ?, ?)",
+                        + "resets) VALUES (?, ?, ?, 0, NULL, ?, ?)",
                     [.text(entity.name), .text(cursor), serverTime.map { .text($0) } ?? .null,
                      .integer(Int64(outcome.pages)), .integer(Int64(outcome.resets))])
                 try connection.execute("COMMIT")

@@ -113,22 +113,25 @@ public enum DeltaExporter {
         defer { connection.close() }
         var entities: [DeltaExportReport.Entity] = []
         for entity in definition.entities {
-            let outcome = try DeltaEntityPull(entity: entity, connection: connection, fetcher: fetcher).run(events: events)
+            let pull = DeltaEntityPull(entity: entity, connection: connection, fetcher: fetcher)
+            let outcome = try pull.run(events: events)
             let digest: (hex: String, rows: Int64)?
             do {
                 digest = try DeltaSeedLayout.digest(
                     connection, table: entity.table, key: entity.primaryKey, columns: entity.columns)
                 if let digest {
                     try connection.run(
-                        "UPDATE _delta_checkpoints SET digest = ? WHERE entity = ?",
-                        [.text(digest.hex), .text(entity.name)])
+                        "UPDATE _delta_checkpoints SET digest = ?, row_count = ? WHERE entity = ?",
+                        [.text(digest.hex), .integer(digest.rows), .text(entity.name)])
                 }
             } catch {
                 throw .output(.storage("\(error)"))
             }
             guard let digest else { throw .verification(checks: ["value_type:\(entity.name)"]) }
             var sessions: Int?
-            if case .list(_, _, _, _, _, let cap, _) = entity.paging { sessions = max(1, (outcome.pages + cap - 1) / cap) }
+            if case .list(_, _, _, _, _, let cap, _) = entity.paging {
+                sessions = max(1, (outcome.pages + cap - 1) / cap)
+            }
             entities.append(.init(
                 name: entity.name, table: entity.table, rows: digest.rows, digest: digest.hex, pages: outcome.pages,
                 resets: outcome.resets, sessionsNeeded: sessions))

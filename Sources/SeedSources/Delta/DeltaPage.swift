@@ -37,7 +37,9 @@ struct DeltaPage {
         guard !(more && list.isEmpty) else { throw Rule("has_more_on_empty_page") }
         var last = since
         for item in list {
-            guard let change = item.objectValue, let op = change["op"]?.stringValue else { throw Rule("change_malformed") }
+            guard let change = item.objectValue, let op = change["op"]?.stringValue else {
+                throw Rule("change_malformed")
+            }
             guard let rev = change["rev"].flatMap(Self.integer) else { throw Rule("rev_missing") }
             guard rev != last else { throw Rule("rev_repeated") }
             guard rev > last else { throw Rule("rev_not_increasing") }
@@ -75,7 +77,9 @@ struct DeltaPage {
             guard let row = item.objectValue else { throw Rule("row_not_an_object") }
             guard let id = row[key], !id.isNull else { throw Rule("row_without_key") }
             let deleted = row[deletedField].flatMap { $0.isNull ? nil : $0 }
-            guard let mark = Self.cursorText(deleted ?? row[cursorField]) else { throw Rule("row_without_cursor_field") }
+            guard let mark = Self.cursorText(deleted ?? row[cursorField]) else {
+                throw Rule("row_without_cursor_field")
+            }
             cursor = mark
             changes.append(deleted == nil ? .upsert(row) : .delete(id))
         }

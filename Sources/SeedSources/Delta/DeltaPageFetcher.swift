@@ -32,7 +32,8 @@ struct DeltaPageFetcher {
                 do {
                     return try StrictJSONParser().parse(response.body)
                 } catch {
-                    throw .http(url: url, kind: "malformed_json", detail: "\(error.rule.rawValue) at octet \(error.offset)")
+                    throw .http(
+                        url: url, kind: "malformed_json", detail: "\(error.rule.rawValue) at octet \(error.offset)")
                 }
             }
             guard response.status == 429 || response.status == 503 else {
@@ -40,7 +41,8 @@ struct DeltaPageFetcher {
             }
             let delay = response.retryAfter(now: Date()) ?? options.defaultRetryDelay
             guard attempt < options.maximumRetries, delay <= options.longestRetryAfter else {
-                throw .http(url: url, kind: "retries_exhausted", detail: "HTTP \(response.status) after \(attempt + 1) attempts")
+                let detail = "HTTP \(response.status) after \(attempt + 1) attempts"
+                throw .http(url: url, kind: "retries_exhausted", detail: detail)
             }
             attempt += 1
             options.sleep(delay)

@@ -8,7 +8,8 @@ import SynchroProtocol
 /// - `_delta_entities(entity, table_name, primary_key, columns, paging)`: what each table holds; `columns` is
 ///   the RFC 8785 array of `{name, nullable, type}`, so the seed is checkable without its definition.
 /// - `_delta_checkpoints(entity, cursor, server_time, row_count, digest, pages, resets)`: where an app resumes
-///   (`since = cursor`), written in the same transaction as the page it follows.
+///   (`since = cursor`), written in the same transaction as the page it follows; `row_count` and `digest` are set
+///   when the entity type is complete (a count per page would rescan the table: quadratic in the pages).
 ///
 /// Nothing of the definition's credentials or headers is stored.
 enum DeltaSeedLayout {
@@ -124,8 +125,8 @@ enum DeltaSeedLayout {
 
     private static func checks(_ connection: Connection) throws(SQLiteError) -> [String] {
         guard try connection.integrityCheck() == ["ok"] else { return ["integrity_check"] }
-        for table in ["_delta_seed", "_delta_entities", "_delta_checkpoints"] where !(try connection.tableExists(table)) {
-            return ["missing_\(table)"]
+        for table in ["_delta_seed", "_delta_entities", "_delta_checkpoints"] {
+            guard try connection.tableExists(table) else { return ["missing_\(table)"] }
         }
         guard try connection.scalar("SELECT value FROM _delta_seed WHERE key = 'format'")?.textValue == format else {
             return ["unsupported_format"]

@@ -221,19 +221,23 @@ struct MemberReader {
 
     private static func join(_ path: String, _ key: String) -> String { path == "$" ? key : "\(path).\(key)" }
 
+    private func failure(_ key: String, _ rule: String) -> DeltaSourceError {
+        .definition(member: Self.join(path, key), rule: rule)
+    }
+
     private mutating func value(_ key: String) -> JSONValue? {
         read.insert(key)
         return object[key]
     }
 
     mutating func string(_ key: String) throws(DeltaSourceError) -> String {
-        guard let value = try optionalString(key) else { throw .definition(member: Self.join(path, key), rule: "missing") }
+        guard let value = try optionalString(key) else { throw failure(key, "missing") }
         return value
     }
 
     mutating func optionalString(_ key: String) throws(DeltaSourceError) -> String? {
         guard let value = value(key) else { return nil }
-        guard let text = value.stringValue else { throw .definition(member: Self.join(path, key), rule: "not_a_string") }
+        guard let text = value.stringValue else { throw failure(key, "not_a_string") }
         return text
     }
 
@@ -246,20 +250,20 @@ struct MemberReader {
     mutating func optionalInt(_ key: String, in range: ClosedRange<Int>) throws(DeltaSourceError) -> Int? {
         guard let value = value(key) else { return nil }
         guard let number = value.numberValue?.exactInt64, let int = Int(exactly: number), range.contains(int) else {
-            throw .definition(member: Self.join(path, key), rule: "not_an_integer_in_\(range.lowerBound)_\(range.upperBound)")
+            throw failure(key, "not_an_integer_in_\(range.lowerBound)_\(range.upperBound)")
         }
         return int
     }
 
     mutating func optionalObject(_ key: String) throws(DeltaSourceError) -> JSONObject? {
         guard let value = value(key) else { return nil }
-        guard let object = value.objectValue else { throw .definition(member: Self.join(path, key), rule: "not_an_object") }
+        guard let object = value.objectValue else { throw failure(key, "not_an_object") }
         return object
     }
 
     mutating func optionalArray(_ key: String) throws(DeltaSourceError) -> [JSONValue]? {
         guard let value = value(key) else { return nil }
-        guard let array = value.arrayValue else { throw .definition(member: Self.join(path, key), rule: "not_an_array") }
+        guard let array = value.arrayValue else { throw failure(key, "not_an_array") }
         return array
     }
 

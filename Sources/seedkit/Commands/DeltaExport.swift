@@ -46,7 +46,8 @@ enum DeltaExport {
                 options: DeltaExportOptions(overwrite: arguments.flags.contains("force"))
             ) { event in
                 switch event {
-                case .reset(let entity): console.detail("entity \(entity): the source asked for a reset; pulling from zero")
+                case .reset(let entity):
+                    console.detail("entity \(entity): the source asked for a reset; pulling from zero")
                 case .entityDone(let entity, let rows): console.detail("entity \(entity): \(rows) rows")
                 case .page: break
                 }
@@ -65,7 +66,8 @@ enum DeltaExport {
 
     private static func printResult(_ report: DeltaExportReport, json: Bool, console: Console) throws {
         if json {
-            let evidence = try StrictJSONParser().parse(Array(FileManager.default.contents(atPath: report.evidencePath) ?? Data()))
+            let bytes = FileManager.default.contents(atPath: report.evidencePath) ?? Data()
+            let evidence = try StrictJSONParser().parse(Array(bytes))
             let object = JSONObject((evidence.objectValue?.members ?? []) + [
                 JSONMember("evidence", .string(report.evidencePath)), JSONMember("path", .string(report.path)),
             ])

@@ -28,7 +28,8 @@ enum ExportCommand {
         }
         guard let source = arguments.values["source"], let kind = SourceKind(source) else {
             throw Arguments.UsageError(
-                message: "export needs --source http(s)://HOST:PORT, postgresql://USER@HOST[:PORT]/DB or delta:FILE.json")
+                message: "export needs --source http(s)://HOST:PORT, postgresql://USER@HOST[:PORT]/DB or "
+                    + "delta:FILE.json")
         }
         guard let output = arguments.values["out"], !output.isEmpty else {
             throw Arguments.UsageError(message: "export needs --out FILE")
