@@ -218,6 +218,7 @@ import _SeedkitTestSupport
         ("\"bearer_env\": \"DELTA_TOKEN\"", "\"bearer_env\": \"DELTA TOKEN\"", "auth.bearer_env",
          "not_an_environment_variable_name"),
         ("\"X-Tenant\"", "\"Authorization\"", "headers.Authorization", "not_an_allowed_header_name"),
+        ("\"acme\"", "7", "headers.X-Tenant", "not_a_string_or_env_reference"),
         ("\"cursor_field\"", "\"cursor_feld\"", "entities[1].paging.cursor_feld", "unknown_member"),
     ])
     func violationsNameTheirMember(original: String, replacement: String, member: String, rule: String) {
@@ -233,6 +234,19 @@ import _SeedkitTestSupport
             }
             #expect(actualMember == member)
             #expect(actualRule == rule)
+        }
+    }
+
+    @Test func aHeaderValueComesFromTheEnvironment() throws {
+        let text = Self.valid.replacingOccurrences(
+            of: "\"X-Tenant\": \"acme\"", with: "\"X-Api-Key\": {\"env\": \"API_KEY\"}")
+        let definition = try DeltaSourceDefinition(bytes: Array(text.utf8), environment: ["API_KEY": "k-123"])
+        #expect(definition.headers.map { "\($0.0)=\($0.1)" } == ["X-Api-Key=k-123"])
+        do {
+            _ = try DeltaSourceDefinition(bytes: Array(text.utf8), environment: [:])
+            Issue.record("accepted")
+        } catch {
+            #expect(error.description == "delta source definition: headers.X-Api-Key.env: environment_variable_not_set")
         }
     }
 

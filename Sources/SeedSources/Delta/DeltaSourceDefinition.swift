@@ -1,3 +1,4 @@
+import Foundation
 import SynchroProtocol
 
 /// A delta source definition (docs/delta-sources.md): where a non-Synchro backend's delta endpoints are, how to
@@ -46,8 +47,11 @@ public struct DeltaSourceDefinition: Sendable {
     public let headers: [(String, String)]
     public let entities: [Entity]
 
-    /// Parses and validates a definition file's octets.
-    public init(bytes: [UInt8]) throws(DeltaSourceError) {
+    /// Parses and validates a definition file's octets; a header given as `{"env": "VAR"}` takes its value from
+    /// `environment` (so an API key need not be written in the file).
+    public init(
+        bytes: [UInt8], environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(DeltaSourceError) {
         let json: JSONValue
         do {
             json = try StrictJSONParser().parse(bytes)
@@ -74,13 +78,13 @@ public struct DeltaSourceDefinition: Sendable {
         } else {
             bearerEnvironmentVariable = nil
         }
-        headers = try Self.headers(reader.optionalObject("headers"), path: "headers")
+        headers = try Self.headers(reader.optionalObject("headers"), path: "headers", environment: environment)
         guard let list = try reader.optionalArray("entities"), !list.isEmpty else {
             throw .definition(member: "entities", rule: "missing_or_empty")
         }
         var entities: [Entity] = []
         for (index, value) in list.enumerated() {
-            let entity = try Self.entity(value, path: "entities[\(index)]")
+            let entity = try Self.entity(value, path: "entities[\(index)]", environment: environment)
             if entities.contains(where: { $0.name == entity.name }) {
                 throw .definition(member: "entities[\(index)].name", rule: "duplicate_entity")
             }
@@ -93,7 +97,9 @@ public struct DeltaSourceDefinition: Sendable {
         self.entities = entities
     }
 
-    private static func entity(_ value: JSONValue, path: String) throws(DeltaSourceError) -> Entity {
+    private static func entity(
+        _ value: JSONValue, path: String, environment: [String: String]
+    ) throws(DeltaSourceError) -> Entity {
         var reader = try MemberReader(value, path: path)
         let name = try reader.string("name")
         guard !name.isEmpty, name.utf8.count <= 128 else { throw .definition(member: "\(path).name", rule: "empty") }
@@ -128,7 +134,8 @@ public struct DeltaSourceDefinition: Sendable {
         guard keyColumn.type.isKeyType, !keyColumn.nullable else {
             throw .definition(member: "\(path).primary_key", rule: "key_must_be_non_null_string_int_or_int64")
         }
-        let headers = try Self.headers(reader.optionalObject("headers"), path: "\(path).headers")
+        let headers = try Self.headers(
+            reader.optionalObject("headers"), path: "\(path).headers", environment: environment)
         guard let pagingObject = try reader.optionalObject("paging") else {
             throw .definition(member: "\(path).paging", rule: "missing")
         }
@@ -175,12 +182,23 @@ public struct DeltaSourceDefinition: Sendable {
         else { throw .definition(member: member, rule: "not_an_absolute_path_without_query") }
     }
 
-    private static func headers(_ object: JSONObject?, path: String) throws(DeltaSourceError) -> [(String, String)] {
+    private static func headers(
+        _ object: JSONObject?, path: String, environment: [String: String]
+    ) throws(DeltaSourceError) -> [(String, String)] {
         guard let object else { return [] }
         var headers: [(String, String)] = []
         for member in object.members {
-            guard let value = member.value.stringValue else {
-                throw .definition(member: "\(path).\(member.key)", rule: "not_a_string")
+            let value: String
+            if let text = member.value.stringValue {
+                value = text
+            } else if let reference = member.value.objectValue, reference.count == 1,
+                      let variable = reference["env"]?.stringValue {
+                guard let text = environment[variable], !text.isEmpty else {
+                    throw .definition(member: "\(path).\(member.key).env", rule: "environment_variable_not_set")
+                }
+                value = text
+            } else {
+                throw .definition(member: "\(path).\(member.key)", rule: "not_a_string_or_env_reference")
             }
             let tokenOK = !member.key.isEmpty && member.key.unicodeScalars.allSatisfy {
                 $0.value > 0x20 && $0.value < 0x7F && !"()<>@,;:\\\"/[]?={}".unicodeScalars.contains($0)
