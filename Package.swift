@@ -31,7 +31,9 @@ let package = Package(
         .target(
             name: "SeedArtifacts",
             dependencies: ["SynchroProtocol", "SQLiteKit", "SynchroStore", "SystemKit", "CZstd", "CCrypto"]),
-        .target(name: "SeedSources", dependencies: ["SeedArtifacts", "SynchroHTTP", "SynchroProtocol", "PostgresKit"]),
+        .target(
+            name: "SeedSources",
+            dependencies: ["SeedArtifacts", "SynchroHTTP", "SynchroProtocol", "PostgresKit", "SQLiteKit", "SystemKit"]),
         .target(
             name: "SeedPipeline",
             dependencies: [

@@ -6,23 +6,23 @@ import SystemKit
 /// destination checks before any work, the seed written under a hidden temporary name beside the output
 /// (``DurableFile``), and the publications in their order — the evidence, when asked for, before the seed, so that
 /// a seed at the output path always has its evidence.
-struct SeedExportPublication {
+package struct SeedExportPublication {
     /// SQLite's files beside a database: one beside the output would be applied to the published seed, one beside
     /// the temporary file is the writer's journal and goes with it.
-    static let sidecarSuffixes = ["-wal", "-shm", "-journal"]
+    package static let sidecarSuffixes = ["-wal", "-shm", "-journal"]
 
     let output: String
     let overwrite: Bool
 
     /// `<output>.evidence.json`.
-    var evidencePath: String { Self.evidencePath(for: output) }
+    package var evidencePath: String { Self.evidencePath(for: output) }
 
     /// Where the evidence of a seed published at `output` is published.
-    static func evidencePath(for output: String) -> String { output + ".evidence.json" }
+    package static func evidencePath(for output: String) -> String { output + ".evidence.json" }
 
     /// Checks the destination — a usable path, no sidecar, no existing file unless overwriting — and creates its
     /// directory.
-    init(output: String, overwrite: Bool) throws(SeedExportError) {
+    package init(output: String, overwrite: Bool) throws(SeedExportError) {
         guard !output.isEmpty, !output.hasSuffix("/") else { throw .output(rule: "invalid_output_path", path: output) }
         self.output = output
         self.overwrite = overwrite
@@ -36,7 +36,7 @@ struct SeedExportPublication {
     }
 
     /// A new hidden temporary file beside the output for the seed writer, with the writer's journal as companion.
-    func seedFile() throws(SeedExportError) -> DurableFile {
+    package func seedFile() throws(SeedExportError) -> DurableFile {
         do {
             return try DurableFile(destination: output, replacing: overwrite, companions: Self.sidecarSuffixes)
         } catch {
@@ -47,7 +47,7 @@ struct SeedExportPublication {
     /// Publishes `bytes` as the evidence. Without `overwrite` it replaces only an orphan of an interrupted export
     /// (``checkDestination()``): a kill before the seed's publication leaves evidence without its seed, which the
     /// next export replaces.
-    func publishEvidence(_ bytes: [UInt8]) throws(SeedExportError) {
+    package func publishEvidence(_ bytes: [UInt8]) throws(SeedExportError) {
         try checkDestination()
         do {
             let file = try DurableFile(destination: evidencePath, replacing: true)
@@ -60,7 +60,7 @@ struct SeedExportPublication {
 
     /// Publishes the finished seed: `link()` when the output must not exist (refused if it appeared meanwhile),
     /// `rename()` to replace it.
-    func publishSeed(_ file: DurableFile) throws(SeedExportError) {
+    package func publishSeed(_ file: DurableFile) throws(SeedExportError) {
         try checkDestination()
         do {
             try file.publish()
@@ -103,7 +103,7 @@ struct SeedExportPublication {
 extension SeedExportError {
     /// A failed file operation of the publication: the output found to exist is `output_exists`, anything else
     /// ``io(operation:path:errno:)``.
-    init(_ error: SystemError, output: String) {
+    package init(_ error: SystemError, output: String) {
         self = error.isAlreadyExists && error.path == output
             ? .output(rule: "output_exists", path: output)
             : .io(operation: error.operation, path: error.path, errno: error.code)

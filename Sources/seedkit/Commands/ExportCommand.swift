@@ -21,9 +21,17 @@ enum ExportCommand {
         guard arguments.positionals.isEmpty else {
             throw Arguments.UsageError(message: "export takes no positional arguments")
         }
+        if let source = arguments.values["source"], source.hasPrefix(DeltaExport.prefix) {
+            guard let output = arguments.values["out"], !output.isEmpty else {
+                throw Arguments.UsageError(message: "export needs --out FILE")
+            }
+            return try DeltaExport.run(
+                arguments, definitionPath: String(source.dropFirst(DeltaExport.prefix.count)), output: output)
+        }
         guard let source = arguments.values["source"], let kind = SourceKind(source) else {
             throw Arguments.UsageError(
-                message: "export needs --source http(s)://HOST:PORT or postgresql://USER@HOST[:PORT]/DB")
+                message: "export needs --source http(s)://HOST:PORT, postgresql://USER@HOST[:PORT]/DB or "
+                    + "delta:FILE.json")
         }
         guard let output = arguments.values["out"], !output.isEmpty else {
             throw Arguments.UsageError(message: "export needs --out FILE")
@@ -108,8 +116,9 @@ enum ExportCommand {
         }
     }
 
-    /// Where `--source` points: the reference server's operator routes, or upstream's functions in PostgreSQL
-    /// (a libpq URI or `key=value` list; the connection string is never printed, only the target libpq reports).
+    /// Where `--source` points: the reference server's operator routes, upstream's functions in PostgreSQL
+    /// (a libpq URI or `key=value` list; the connection string is never printed, only the target libpq reports),
+    /// or a delta-sync API described by a definition file (`delta:FILE.json`, ``DeltaExport``).
     enum SourceKind {
         case http, postgresql
 

@@ -1,5 +1,6 @@
 import Foundation
 import SeedArtifacts
+import SeedSources
 import SynchroProtocol
 
 /// `seedkit verify SEED.db|SEED.db.zst [--trusted-key PUB …] [--json]`: every publication check and every
@@ -17,6 +18,7 @@ enum VerifyCommand {
         let keys = try SignatureGate.trustedKeys(arguments)
         if let refused = SignatureGate.check(path, keys: keys, asJSON: asJSON, console: console) { return refused }
         SeedReportOutput.describeInput(path, console)
+        if DeltaExporter.isDeltaSeed(path: path) { return verifyDeltaSeed(path, asJSON: asJSON, console: console) }
         let start = ContinuousClock.now
         let report: SeedVerificationReport
         do {
@@ -30,6 +32,34 @@ enum VerifyCommand {
         }
         SeedReportOutput.print(report, asJSON: asJSON, success: "seed verified", console: console)
         return report.ok ? .success : .checkFailed
+    }
+
+    /// A delta seed (docs/delta-sources.md, "Seed layout"): its layout, checkpoints, row counts and every digest
+    /// recomputed. `{"findings": [{"check", "entity"}], "ok"}` under `--json`.
+    private static func verifyDeltaSeed(_ path: String, asJSON: Bool, console: Console) -> ExitStatus {
+        let failures = DeltaExporter.verify(path: path).map { failure in
+            let parts = failure.split(separator: ":", maxSplits: 1).map(String.init)
+            return (check: parts[0], entity: parts.count > 1 ? parts[1] : nil)
+        }
+        if asJSON {
+            let findings = failures.map { failure in
+                JSONValue.object(JSONObject([
+                    JSONMember("check", .string(failure.check)),
+                    JSONMember("entity", failure.entity.map { .string($0) } ?? .null),
+                ]))
+            }
+            let object = JSONValue.object(JSONObject([
+                JSONMember("findings", .array(findings)), JSONMember("kind", .string("delta")),
+                JSONMember("ok", .bool(failures.isEmpty)),
+            ]))
+            Terminal.out(bytes: ((try? CanonicalJSON.encode(object)) ?? []) + [0x0A])
+        } else {
+            for failure in failures {
+                console.result("FAIL \(failure.check)\(failure.entity.map { " (entity \($0))" } ?? "")\n")
+            }
+            console.info(failures.isEmpty ? "ok: delta seed verified\n" : "\(failures.count) findings (delta seed)\n")
+        }
+        return failures.isEmpty ? .success : .checkFailed
     }
 }
 

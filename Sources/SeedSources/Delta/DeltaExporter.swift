@@ -1,0 +1,187 @@
+import Foundation
+import SeedArtifacts
+import SQLiteKit
+import SynchroHTTP
+import SynchroProtocol
+import SystemKit
+
+/// What a delta export produced, per entity type and in total.
+public struct DeltaExportReport: Sendable {
+    public struct Entity: Sendable {
+        public let name: String
+        public let table: String
+        public let rows: Int64
+        public let digest: String
+        public let pages: Int
+        public let resets: Int
+        /// Seed 004 only: the sessions an app with this definition needs to pull what the export pulled
+        /// (`ceil(pages / maxPagesPerSession)`); more than one is reported, never truncated.
+        public let sessionsNeeded: Int?
+    }
+
+    public let path: String
+    public let evidencePath: String
+    public let entities: [Entity]
+    public let bytes: Int64
+    public let sha256: String
+    public let milliseconds: Int64
+}
+
+/// Builds a warm-start seed from a delta-sync API (docs/delta-sources.md): every entity type pulled to its end
+/// into a new database under a hidden name beside the output, digests computed from the stored rows, the file
+/// verified by the same checks `verify` applies, then `<out>.evidence.json` and the seed published atomically
+/// (``SeedExportPublication``, as for Synchro seeds). Nothing appears at the output on any failure.
+public enum DeltaExporter {
+    /// Exports over libcurl to the definition's base URL.
+    public static func export(
+        definition: DeltaSourceDefinition, bearerToken: String?, to output: String,
+        options: DeltaExportOptions = DeltaExportOptions(), events: (DeltaExportEvent) -> Void = { _ in }
+    ) throws(DeltaSourceError) -> DeltaExportReport {
+        let transport: CurlTransport
+        do {
+            transport = try CurlTransport(configuration: .init(baseURL: definition.baseURL))
+        } catch {
+            throw .definition(member: "base_url", rule: "not_usable_by_the_transport")
+        }
+        return try export(
+            definition: definition, transport: transport, bearerToken: bearerToken, to: output, options: options,
+            events: events)
+    }
+
+    /// Exports over `transport` (tests inject faults here).
+    public static func export(
+        definition: DeltaSourceDefinition, transport: any HTTPTransport, bearerToken: String?, to output: String,
+        options: DeltaExportOptions = DeltaExportOptions(), events: (DeltaExportEvent) -> Void = { _ in }
+    ) throws(DeltaSourceError) -> DeltaExportReport {
+        let started = ContinuousClock.now
+        let publication: SeedExportPublication
+        let seed: DurableFile
+        do {
+            publication = try SeedExportPublication(output: output, overwrite: options.overwrite)
+            seed = try publication.seedFile()
+        } catch {
+            throw .output(error)
+        }
+        defer { seed.discard() }
+        let path: String
+        do {
+            path = try seed.handOver()
+        } catch {
+            throw .output(SeedExportError(error, output: output))
+        }
+        let fetcher = DeltaPageFetcher(
+            transport: transport, baseURL: definition.baseURL, bearer: bearerToken, headers: definition.headers,
+            options: options)
+        let entities = try write(definition: definition, fetcher: fetcher, to: path, events: events)
+        let failures = DeltaSeedLayout.verify(path: path)
+        guard failures.isEmpty else { throw .verification(checks: failures) }
+        let digest: (hex: String, bytes: Int64)
+        do {
+            try seed.sync()
+            digest = try FileDigest.sha256(path: path)
+        } catch let error as SeedExportError {
+            throw .output(error)
+        } catch {
+            throw .output(.io(operation: "sync", path: path, errno: (error as? SystemError)?.code ?? 0))
+        }
+        let elapsed = ContinuousClock.now - started
+        let report = DeltaExportReport(
+            path: output, evidencePath: publication.evidencePath, entities: entities, bytes: digest.bytes,
+            sha256: digest.hex,
+            milliseconds: elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
+        do {
+            try publication.publishEvidence(try evidence(report, name: URL(fileURLWithPath: output).lastPathComponent))
+            try publication.publishSeed(seed)
+        } catch {
+            throw .output(error)
+        }
+        return report
+    }
+
+    private static func write(
+        definition: DeltaSourceDefinition, fetcher: DeltaPageFetcher, to path: String,
+        events: (DeltaExportEvent) -> Void
+    ) throws(DeltaSourceError) -> [DeltaExportReport.Entity] {
+        let connection: Connection
+        do {
+            connection = try Connection(path: path)
+            _ = try connection.setJournalMode(.delete)
+            try DeltaSeedLayout.create(connection, definition: definition)
+        } catch {
+            throw .output(.storage("\(error)"))
+        }
+        defer { connection.close() }
+        var entities: [DeltaExportReport.Entity] = []
+        for entity in definition.entities {
+            let pull = DeltaEntityPull(entity: entity, connection: connection, fetcher: fetcher)
+            let outcome = try pull.run(events: events)
+            let digest: (hex: String, rows: Int64)?
+            do {
+                digest = try DeltaSeedLayout.digest(
+                    connection, table: entity.table, key: entity.primaryKey, columns: entity.columns)
+                if let digest {
+                    try connection.run(
+                        "UPDATE _delta_checkpoints SET digest = ?, row_count = ? WHERE entity = ?",
+                        [.text(digest.hex), .integer(digest.rows), .text(entity.name)])
+                }
+            } catch {
+                throw .output(.storage("\(error)"))
+            }
+            guard let digest else { throw .verification(checks: ["value_type:\(entity.name)"]) }
+            var sessions: Int?
+            if case .list(_, _, _, _, _, let cap, _) = entity.paging {
+                sessions = max(1, (outcome.pages + cap - 1) / cap)
+            }
+            entities.append(.init(
+                name: entity.name, table: entity.table, rows: digest.rows, digest: digest.hex, pages: outcome.pages,
+                resets: outcome.resets, sessionsNeeded: sessions))
+            events(.entityDone(entity: entity.name, rows: digest.rows))
+        }
+        return entities
+    }
+
+    /// `<out>.evidence.json`: the seed's name, size and SHA-256, and per entity its table, rows, digest, pages,
+    /// resets and (seed 004) the sessions an app needs — no cursor, credential or header.
+    static func evidence(_ report: DeltaExportReport, name: String) throws(SeedExportError) -> [UInt8] {
+        let entities = report.entities.map { entity in
+            var members = [
+                JSONMember("digest", .string(entity.digest)), JSONMember("entity", .string(entity.name)),
+                JSONMember("pages", .number(JSONNumber(Int64(entity.pages)))),
+                JSONMember("resets", .number(JSONNumber(Int64(entity.resets)))),
+                JSONMember("rows", .number(JSONNumber(entity.rows))), JSONMember("table", .string(entity.table)),
+            ]
+            if let sessions = entity.sessionsNeeded {
+                members.append(JSONMember("sessions_needed", .number(JSONNumber(Int64(sessions)))))
+            }
+            return JSONValue.object(JSONObject(members))
+        }
+        let document = JSONValue.object(JSONObject([
+            JSONMember("artifact", .object(JSONObject([
+                JSONMember("bytes", .number(JSONNumber(report.bytes))), JSONMember("name", .string(name)),
+                JSONMember("sha256", .string(report.sha256)),
+            ]))),
+            JSONMember("entities", .array(entities)),
+            JSONMember("format", .string("seedkit-delta-evidence/1")),
+            JSONMember("milliseconds", .number(JSONNumber(report.milliseconds))),
+        ]))
+        do {
+            return try CanonicalJSON.encode(document) + [0x0A]
+        } catch {
+            throw .io(operation: "encode the evidence for", path: report.evidencePath, errno: EINVAL)
+        }
+    }
+}
+
+extension DeltaExporter {
+    /// The checks `verify` applies to a delta seed (``DeltaSeedLayout``): empty when the seed is sound.
+    public static func verify(path: String) -> [String] {
+        DeltaSeedLayout.verify(path: path)
+    }
+
+    /// Whether the SQLite file at `path` is a delta seed (has the `_delta_seed` table), not a Synchro seed.
+    public static func isDeltaSeed(path: String) -> Bool {
+        guard let connection = try? Connection(path: path, mode: .readOnly) else { return false }
+        defer { connection.close() }
+        return (try? connection.tableExists("_delta_seed")) ?? false
+    }
+}
