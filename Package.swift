@@ -55,7 +55,8 @@ let package = Package(
             path: "Benchmarks/seedkit-bench"),
 
         .target(
-            name: "_SeedkitTestSupport", dependencies: ["SynchroServer", "SynchroHTTP", "SynchroProtocol", "PostgresKit"],
+            name: "_SeedkitTestSupport",
+            dependencies: ["SynchroServer", "SynchroHTTP", "SynchroProtocol", "PostgresKit", "SeedArtifacts"],
             path: "Tests/_SeedkitTestSupport"),
         .testTarget(name: "ArchitectureTests"),
         .testTarget(name: "SystemKitTests", dependencies: ["SystemKit", "_SeedkitTestSupport"]),

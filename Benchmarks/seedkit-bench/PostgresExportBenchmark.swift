@@ -62,7 +62,7 @@ private struct PostgresExportBenchmark {
 
     private func measure(_ cluster: PostgresCluster, catalogRows: Int) throws -> Size {
         let server = try BenchServer(catalogRows: catalogRows)
-        let recorder = RecordingSource(
+        let recorder = ExportRecorder(
             try HTTPExportSource(baseURL: server.baseURL, operatorToken: BenchServer.operatorToken))
         _ = try SeedExporter.export(
             from: recorder, to: server.scratchPath("http.db"), options: .init(pageLimit: 1000, verify: false))
@@ -128,42 +128,6 @@ private struct PostgresExportBenchmark {
             throw BenchmarkFailure("\(candidate) not found: build the seedkit product too (make release)")
         }
         return candidate
-    }
-}
-
-/// Keeps every response of an HTTP export: the recording the replay answers from.
-private final class RecordingSource: SeedExportSource {
-    private let base: HTTPExportSource
-    private let parts = Mutex<(schema: [UInt8], manifest: [UInt8], pages: [ExportRecording.Page])>(([], [], []))
-
-    init(_ base: HTTPExportSource) {
-        self.base = base
-    }
-
-    var recording: ExportRecording {
-        parts.withLock { ExportRecording(schemaManifest: $0.schema, exportManifest: $0.manifest, pages: $0.pages) }
-    }
-
-    func schemaManifest() throws(SeedExportError) -> [UInt8] {
-        let bytes = try base.schemaManifest()
-        parts.withLock { $0.schema = bytes }
-        return bytes
-    }
-
-    func exportManifest(pageLimit: Int64) throws(SeedExportError) -> [UInt8] {
-        let bytes = try base.exportManifest(pageLimit: pageLimit)
-        parts.withLock { $0.manifest = bytes }
-        return bytes
-    }
-
-    func scopePage(_ request: SeedPageRequest) throws(SeedExportError) -> [UInt8] {
-        let bytes = try base.scopePage(request)
-        parts.withLock {
-            $0.pages.append(.init(
-                scopeID: request.scopeID, pageToken: request.pageToken, expectedRowOrdinal: request.expectedRowOrdinal,
-                body: bytes))
-        }
-        return bytes
     }
 }
 

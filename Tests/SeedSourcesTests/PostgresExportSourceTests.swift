@@ -8,43 +8,6 @@ import SynchroProtocol
 import Testing
 import _SeedkitTestSupport
 
-/// Forwards to the HTTP source and keeps every response, keyed by its request: the recording the PostgreSQL
-/// replay answers from, taken from the very export it is compared with.
-final class RecordingHTTPSource: SeedExportSource {
-    private let base: HTTPExportSource
-    private let parts = Mutex<(schema: [UInt8], manifest: [UInt8], pages: [ExportRecording.Page])>(([], [], []))
-
-    init(_ base: HTTPExportSource) {
-        self.base = base
-    }
-
-    var recording: ExportRecording {
-        parts.withLock { ExportRecording(schemaManifest: $0.schema, exportManifest: $0.manifest, pages: $0.pages) }
-    }
-
-    func schemaManifest() throws(SeedExportError) -> [UInt8] {
-        let bytes = try base.schemaManifest()
-        parts.withLock { $0.schema = bytes }
-        return bytes
-    }
-
-    func exportManifest(pageLimit: Int64) throws(SeedExportError) -> [UInt8] {
-        let bytes = try base.exportManifest(pageLimit: pageLimit)
-        parts.withLock { $0.manifest = bytes }
-        return bytes
-    }
-
-    func scopePage(_ request: SeedPageRequest) throws(SeedExportError) -> [UInt8] {
-        let bytes = try base.scopePage(request)
-        parts.withLock {
-            $0.pages.append(.init(
-                scopeID: request.scopeID, pageToken: request.pageToken, expectedRowOrdinal: request.expectedRowOrdinal,
-                body: bytes))
-        }
-        return bytes
-    }
-}
-
 /// Terminates the export's backend from a second connection just before page call `victimCall` (1-based), and
 /// waits until it is gone (`pg_terminate_backend` with a timeout), so the next call meets a dead connection.
 final class TerminatingSource: SeedExportSource {
@@ -94,7 +57,7 @@ struct PostgresExportSourceTests {
 
     /// An HTTP export of the reference server, recorded, and a replay of it in PostgreSQL.
     func recordedExport() throws -> (httpSeed: String, replay: SeedExportReplay) {
-        let recorder = RecordingHTTPSource(
+        let recorder = ExportRecorder(
             try HTTPExportSource(baseURL: server.baseURL, operatorToken: RunningServer.operatorToken))
         let httpSeed = directory.path("http.db")
         _ = try SeedExporter.export(from: recorder, to: httpSeed, options: .init(pageLimit: Self.pageLimit))
