@@ -54,6 +54,16 @@ final class ChildProcess {
         let cpu: Duration
     }
 
+    /// `seedkit` beside this benchmark's executable (both are products of the same build).
+    static func seedkitExecutable() throws -> String {
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let candidate = executable.deletingLastPathComponent().appendingPathComponent("seedkit").path
+        guard FileManager.default.isExecutableFile(atPath: candidate) else {
+            throw BenchmarkFailure("\(candidate) not found: build the seedkit product too (make release)")
+        }
+        return candidate
+    }
+
     let pid: pid_t
     /// Where the child writes its own peak memory at exit.
     private let peakReport: String

@@ -29,7 +29,7 @@ private struct PeakMemoryBenchmark {
     }
 
     func figures() throws -> [BenchmarkFigure] {
-        let seedkit = try Self.seedkitExecutable()
+        let seedkit = try ChildProcess.seedkitExecutable()
         var figures = try instrumentCheck(seedkit)
         // The baseline stays at 100,000 rows when the measured size grows (`--scale 10`: 10,000,000 rows against
         // 100,000, the ratio the memory goal is about); a smaller scale shrinks both for a quick run.
@@ -162,15 +162,6 @@ private struct PeakMemoryBenchmark {
         Double(bytes) / 1_000_000
     }
 
-    /// `seedkit` beside this benchmark's executable (both are products of the same build).
-    private static func seedkitExecutable() throws -> String {
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let candidate = executable.deletingLastPathComponent().appendingPathComponent("seedkit").path
-        guard FileManager.default.isExecutableFile(atPath: candidate) else {
-            throw BenchmarkFailure("\(candidate) not found: build the seedkit product too (make release)")
-        }
-        return candidate
-    }
 }
 
 extension ChildProcess.Outcome {

@@ -101,7 +101,7 @@ private struct PostgresExportBenchmark {
         let inserts = try (0..<max(1, min(3, options.iterations))).map { _ in try raw.insertOnce() }
 
         let child = try ChildProcess(
-            executable: try Self.seedkitExecutable(),
+            executable: try ChildProcess.seedkitExecutable(),
             arguments: ["export", "--source", connection, "--out", server.scratchPath("child.db"), "--quiet"],
             environment: [:], captureOutput: false)
         let outcome = try child.wait(sampling: .milliseconds(20))
@@ -120,15 +120,6 @@ private struct PostgresExportBenchmark {
             functionShare: insideMedian.seconds / exportMedian.seconds, peakBytes: peak)
     }
 
-    /// `seedkit` beside this benchmark's executable.
-    private static func seedkitExecutable() throws -> String {
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let candidate = executable.deletingLastPathComponent().appendingPathComponent("seedkit").path
-        guard FileManager.default.isExecutableFile(atPath: candidate) else {
-            throw BenchmarkFailure("\(candidate) not found: build the seedkit product too (make release)")
-        }
-        return candidate
-    }
 }
 
 /// Sums the wall time spent inside the source's calls (the database's functions, libpq, jsonb text and its
