@@ -61,7 +61,8 @@ package struct SeedExportPublication {
     /// Publishes the finished seed: `link()` when the output must not exist (refused if it appeared meanwhile),
     /// `rename()` to replace it.
     package func publishSeed(_ file: DurableFile) throws(SeedExportError) {
-        try checkDestination()
+        // The evidence there now is the one this export just published (whatever its source's evidence format).
+        try checkDestination(evidence: false)
         do {
             try file.publish()
         } catch {
@@ -69,12 +70,12 @@ package struct SeedExportPublication {
         }
     }
 
-    private func checkDestination() throws(SeedExportError) {
+    private func checkDestination(evidence: Bool = true) throws(SeedExportError) {
         for suffix in Self.sidecarSuffixes where FileSystem.exists(output + suffix) {
             throw .output(rule: "sidecar_present", path: output + suffix)
         }
         if !overwrite && FileSystem.exists(output) { throw .output(rule: "output_exists", path: output) }
-        if !overwrite && FileSystem.exists(evidencePath) && !isOrphanEvidence() {
+        if evidence && !overwrite && FileSystem.exists(evidencePath) && !isOrphanEvidence() {
             throw .output(rule: "evidence_exists", path: evidencePath)
         }
     }
