@@ -57,6 +57,11 @@ public final class RunningServer: @unchecked Sendable {
     /// The libpq connection string of the server's PostgreSQL database; nil on SQLite.
     public let postgresStore: String?
 
+    /// The name of the server's PostgreSQL database; nil on SQLite.
+    public var postgresDatabase: String? {
+        postgresStore?.split(separator: " ").first { $0.hasPrefix("dbname=") }.map { String($0.dropFirst(7)) }
+    }
+
     /// Starts a server for `dataset` (a folder name under `seeds/`) with `rows` rows in its large table; with
     /// `existing`, on the database another server left in that directory; with `sharing`, a second server process
     /// on the same PostgreSQL database as that one (its own engine, connection and port).
