@@ -95,11 +95,11 @@ struct ServerSeedFunctionsTests {
         return contents
     }
 
-    func rehearse(_ seed: String) throws -> SeedFileRehearsal.Outcome {
+    func rehearse(_ seed: String, on target: RunningServer? = nil) throws -> SeedFileRehearsal.Outcome {
         try SeedFileRehearsal.run(
             seed: seed,
             options: RehearsalOptions(
-                server: server.baseURL, credential: "secret-alice", pageLimit: 50, rebuildCompare: true),
+                server: (target ?? server).baseURL, credential: "secret-alice", pageLimit: 50, rebuildCompare: true),
             temporaryDirectory: directory.url.path)
     }
 
@@ -140,6 +140,11 @@ struct ServerSeedFunctionsTests {
             #expect(outcome.rehearsal.scopes.allSatisfy { $0.continued && $0.verified && !$0.rebuilt })
             #expect(!outcome.rehearsal.firstSync.scopesRebuilt.contains("catalog"))
         }
+        // A second server process on the same database accepts the SQL export's receipts too.
+        let second = try RunningServer(sharing: server)
+        let outcome = try rehearse(pgSeed, on: second)
+        #expect(outcome.rehearsal.passed)
+        #expect(outcome.rehearsal.scopes.allSatisfy { $0.continued && !$0.rebuilt })
     }
 
     @Test("writes committed while the export transaction is open stay out of it; the seed continues and pulls them")
