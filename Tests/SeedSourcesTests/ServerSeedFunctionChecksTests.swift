@@ -56,13 +56,18 @@ struct ServerSeedFunctionChecksTests {
         #expect(try errorMessage(limit) == "portable seed limit must be between 1 and 1000")
     }
 
-    @Test("synchro_seed reads no table; a session set by hand is ignored; a token of another page is refused")
+    @Test("synchro_seed reads no table nor registers scopes; a session set by hand is ignored; a token of another page is refused")
     func sessionAndPrivileges() throws {
         let connection = try connect()
         let denied = try #require(throws: PostgresError.self) {
             try connection.execute("SELECT count(*) FROM seedkit_server.server_meta")
         }
         #expect(denied.sqlState == "42501")
+        // EXECUTE on exactly the three export functions: scope registration is the operator's.
+        let register = try #require(throws: PostgresError.self) {
+            try connection.execute("SELECT synchro.synchro_register_shared_scope('elsewhere', true)")
+        }
+        #expect(register.sqlState == "42501")
         try connection.transaction(.snapshotExport) { c in
             let manifest = try json(c.execute("SELECT synchro.synchro_portable_seed_manifest(50)").scalar)
             let catalog = try #require(manifest["portable_scopes"]?.arrayValue?.first?.objectValue)
