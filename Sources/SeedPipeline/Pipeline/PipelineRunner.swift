@@ -18,6 +18,8 @@ public struct PipelineRunOptions: Sendable {
     /// Whether the run was asked to stop (SIGINT, SIGTERM): checked before each step and at every export page; a
     /// stopped run removes its scratch directory and reports ``PipelineReport/Outcome/interrupted``.
     public var isInterrupted: @Sendable () -> Bool
+    /// Request time limit, retries and their announcement, for the source and the rehearsal.
+    public var network = NetworkSettings()
 
     public init(
         dryRun: Bool = false, force: Bool = false,
@@ -58,7 +60,8 @@ public enum PipelineRunner {
         if lock != nil { publication.removeStaleScratch() }
         try publication.checkReplaceable()
         guard !options.isInterrupted() else { throw .interrupted }
-        let probe = try PipelineSourceProbe.probe(definition, wrap: options.wrapWithInterruption)
+        let probe = try PipelineSourceProbe.probe(
+            definition, wrap: options.wrapWithInterruption, network: options.network)
         guard !options.isInterrupted() else { throw .interrupted }
         let current = options.force ? nil : upToDate(definition, probe: probe, publication: publication)
         if options.dryRun || current != nil {

@@ -23,7 +23,8 @@ enum PipelineCommand {
     }
 
     private static func runPipeline(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(words, flags: ["json", "dry-run", "force"], valued: ["wait"])
+        let arguments = try Arguments(
+            words, flags: ["json", "dry-run", "force"], valued: Set(["wait"]).union(NetworkOptions.names))
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         var wait: Duration?
         if let text = arguments.values["wait"] {
@@ -33,14 +34,17 @@ enum PipelineCommand {
             wait = .seconds(seconds)
         }
         let flags = arguments.flags
+        let network = try NetworkOptions(arguments)
         let output = PipelineOutput(json: flags.contains("json"), console: arguments.console("pipeline"))
         guard let definition = load(arguments.positionals[0], output: output) else { return .invalidInput }
         output.begin(definition, dryRun: flags.contains("dry-run"))
         // From here SIGINT and SIGTERM stop the run at its next safe point instead of killing it mid-write.
         Interruption.install()
-        let options = PipelineRunOptions(
+        var options = PipelineRunOptions(
             dryRun: flags.contains("dry-run"), force: flags.contains("force"), lockWait: wait,
             isInterrupted: { Interruption.requested })
+        options.network = network.settings(
+            command: "pipeline", json: output.json, console: output.console, jsonLines: true)
         do {
             let report = try PipelineRunner.run(definition, options: options, events: output.handler)
             output.finish(report)
@@ -54,6 +58,7 @@ enum PipelineCommand {
             let status: ExitStatus = switch error {
             case .locked: .locked
             case .interrupted: .interrupted
+            case .source(.transport(_, _, _, true)): .retriesExhausted
             default: error.isInvalidInput ? .invalidInput : .checkFailed
             }
             var message = "pipeline \(definition.name): \(error)"

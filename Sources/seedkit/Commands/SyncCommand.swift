@@ -54,9 +54,9 @@ enum SyncCommand {
 /// What `sync` and `rebuild` share: the options, the store, the transport and the cycle.
 enum SyncSession {
     /// The valued options both commands accept.
-    static let options: Set<String> = [
+    static let options = Set([
         "server", "db", "token-env", "token-file", "client-id", "app-version", "page-limit",
-    ]
+    ]).union(NetworkOptions.names)
     /// The flags both commands accept.
     static let flags: Set<String> = ["json", "require-tls"]
 
@@ -70,6 +70,8 @@ enum SyncSession {
         let pageLimit: Int64
         let json: Bool
         let console: Console
+        /// `--timeout` and `--retries`.
+        let network: NetworkOptions
         /// Where the credential came from, for `--verbose` (a variable's or an option's name, never the value).
         let credentialSource: String
 
@@ -106,6 +108,7 @@ enum SyncSession {
                 }
                 pageLimit = limit
             }
+            network = try NetworkOptions(arguments)
             self.server = server
             self.path = path
             self.pageLimit = pageLimit
@@ -122,7 +125,8 @@ enum SyncSession {
         _ body: (SyncCycle, SyncOutput) throws(SyncCycleError) -> Void
     ) -> ExitStatus {
         if PlainBearer.isExposed(options.server) { Terminal.err(PlainBearer.warning(options.server)) }
-        let output = SyncOutput(json: options.json, console: options.console)
+        let output = SyncOutput(
+            json: options.json, console: options.console, server: options.server, attempts: options.network.attempts)
         let console = options.console
         let existed = FileManager.default.fileExists(atPath: options.path)
         guard createStore || existed else {
@@ -148,11 +152,13 @@ enum SyncSession {
         defer { store.close() }
         console.detail("store \(options.path)\(existed ? "" : " (created)")")
         console.detail("server \(Console.displayURL(options.server)), credential from \(options.credentialSource), "
-            + "app version \(options.appVersion), page limit \(options.pageLimit)")
+            + "app version \(options.appVersion), page limit \(options.pageLimit), timeout "
+            + "\(options.network.timeout), \(options.network.retries) retries")
         let transport: HTTPSyncTransport
         do {
             transport = try HTTPSyncTransport(
-                baseURL: options.server, credential: options.token, appVersion: options.appVersion)
+                baseURL: options.server, credential: options.token, appVersion: options.appVersion,
+                timeout: options.network.timeout)
         } catch {
             return FailureReport(
                 rule: "transport_failed", message: "cannot set up the transport: \(error)", status: .checkFailed
@@ -161,7 +167,9 @@ enum SyncSession {
         let context = SyncContext(
             store: store, transport: transport, platform: "linux", appVersion: options.appVersion,
             pageLimit: options.pageLimit)
-        let cycle = SyncCycle(context: context, delay: Self.sleep, events: output.event)
+        let cycle = SyncCycle(
+            context: context, configuration: SyncCycle.Configuration(retry: options.network.syncRetryPolicy),
+            delay: NetworkOptions.sleep, events: output.event)
         let start = ContinuousClock.now
         do throws(SyncCycleError) {
             try body(cycle, output)
@@ -185,12 +193,6 @@ enum SyncSession {
             }
             return status
         }
-    }
-
-    /// Real waiting between retries (the engine core only asks for it).
-    @Sendable private static func sleep(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
     }
 
     /// Why the store could not be opened with a usable client ID.
@@ -232,16 +234,41 @@ struct SyncOutput: Sendable {
     let json: Bool
     let progress: Bool
     let console: Console
+    /// The server's base URL, which names the URL of a retried request.
+    let server: String
+    /// Attempts of one request (`--retries` + 1), shown with each retry.
+    let attempts: Int
 
-    init(json: Bool, console: Console) {
+    init(json: Bool, console: Console, server: String = "", attempts: Int = 1) {
         self.json = json
         self.console = console
+        self.server = server
+        self.attempts = attempts
         progress = !json && console.drawsProgress
     }
 
     var event: @Sendable (SyncEvent) -> Void {
-        let (json, progress, console) = (json, progress, console)
+        let (json, progress, console, server, attempts) = (json, progress, console, server, attempts)
         return { event in
+            if case .retryScheduled(let phase, let attempt, let status, let delay, let failure) = event {
+                // Every retry is visible as it happens: one line on standard error and, with --json, one event.
+                let retry = NetworkRetry(
+                    attempt: attempt, attempts: max(attempt, attempts),
+                    rule: status.map { "http_\($0)" } ?? failure?.rule ?? "transport",
+                    url: NetworkFailure.displayURL(server) + "/sync/" + (phase == .renew ? "push" : phase.rawValue),
+                    delay: delay)
+                if json {
+                    Self.line([
+                        "event": .string("retry_scheduled"), "phase": .string(phase.rawValue),
+                        "attempt": Self.number(attempt), "attempts": Self.number(retry.attempts),
+                        "status": status.map(Self.number) ?? .null, "rule": .string(retry.rule),
+                        "url": .string(retry.url), "delay_ms": .number(JSONNumber(Self.milliseconds(delay))),
+                    ])
+                }
+                NetworkOptions.announce(
+                    retry, command: console.command, json: false, console: console, jsonOnStandardOutput: false)
+                return
+            }
             if json { Self.line(Self.object(event)) }
             if console.isVerbose {
                 console.detail(Self.text(event))
@@ -286,6 +313,7 @@ struct SyncOutput: Sendable {
         var hint = ""
         var members = [
             JSONMember("event", .string("error")), JSONMember("message", .string(error.description)),
+            JSONMember("last_rule", Self.lastRule(error).map(JSONValue.string) ?? .null),
             JSONMember("code", .string(error.code)), JSONMember("retryable", .bool(error.isRetryable)),
             JSONMember("rule", .string(error.code)),
             JSONMember("exit_status", .number(JSONNumber(Int64(status.rawValue)))),
@@ -309,6 +337,12 @@ struct SyncOutput: Sendable {
             Terminal.out(bytes: bytes + [UInt8(ascii: "\n")])
         }
         Terminal.err("seedkit: \(FailureReport.text("sync failed: \(error)", rule: error.code))\n\(hint)")
+    }
+
+    /// The kind of the last failure when retries ran out (`connection_refused`, `http_503`, …).
+    static func lastRule(_ error: SyncCycleError) -> String? {
+        guard case .retriesExhausted(_, _, let status, let failure) = error else { return nil }
+        return status.map { "http_\($0)" } ?? failure?.rule
     }
 
     /// What a stored blocking error's code means (the engine's dispatch table, else the local causes it records).
@@ -349,7 +383,7 @@ struct SyncOutput: Sendable {
         case .pageApplied(let phase, let scope, let rows):
             "\(phase.rawValue)\(scope.map { " \($0)" } ?? ""): \(rows) \(phase == .push ? "mutations" : "rows")"
         case .scopeVerified(let scope): "\(scope) verified"
-        case .retryScheduled(let phase, let attempt, let status, let delay):
+        case .retryScheduled(let phase, let attempt, let status, let delay, _):
             "\(phase.rawValue) attempt \(attempt) failed (\(status.map { "HTTP \($0)" } ?? "no response")), "
                 + "retrying in \(milliseconds(delay)) ms"
         case .schemaApplied(let action): "schema action \(action) applied"
@@ -374,7 +408,7 @@ struct SyncOutput: Sendable {
                 "scope": scope.map(JSONValue.string) ?? .null, "rows": number(rows),
             ]
         case .scopeVerified(let scope): ["event": .string("scope_verified"), "scope": .string(scope)]
-        case .retryScheduled(let phase, let attempt, let status, let delay):
+        case .retryScheduled(let phase, let attempt, let status, let delay, _):
             [
                 "event": .string("retry_scheduled"), "phase": .string(phase.rawValue), "attempt": number(attempt),
                 "status": status.map(number) ?? .null, "delay_ms": .number(JSONNumber(milliseconds(delay))),
