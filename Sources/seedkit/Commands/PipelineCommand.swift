@@ -53,6 +53,15 @@ enum PipelineCommand {
                              status: .interrupted)
                 return .interrupted
             }
+            if let failed = report.checks.first(where: { !$0.passed }) {
+                // A dry run's failed check: the closing error names the first one's rule; each is listed above.
+                let count = report.checks.filter { !$0.passed }.count
+                output.error(
+                    rule: failed.rule ?? "check_failed", member: failed.name,
+                    message: "pipeline \(definition.name): the dry run found \(count) problem\(count == 1 ? "" : "s") "
+                        + "a run would fail on: \(failed.message)", status: .checkFailed)
+                return .checkFailed
+            }
             return report.passed ? .success : .checkFailed
         } catch {
             let status: ExitStatus = switch error {
@@ -366,11 +375,16 @@ enum PipelineText {
         return line
     }
 
-    /// The summary table, the rehearsal and the publication.
+    /// The summary table, the rehearsal and the publication; a dry run's checks.
     static func report(_ report: PipelineReport) -> String {
         // Reused and planned steps have no rows, sizes or times: the closing line names them instead.
-        let ran = report.outcome != .upToDate && report.outcome != .validated
+        let ran = report.outcome != .upToDate && report.outcome != .validated && report.checks.isEmpty
         var text = ran ? table(report.steps) : ""
+        for check in report.checks {
+            text += check.passed
+                ? "ok    \(check.name): \(check.message)\n"
+                : "FAIL  \(check.name): \(FailureReport.text(check.message, rule: check.rule ?? "check_failed"))\n"
+        }
         if let rehearsal = report.rehearsal { text += "\n" + self.rehearsal(rehearsal) }
         if let seed = report.seed { text += (text.isEmpty ? "" : "\n") + publication(seed) }
         return text
@@ -447,6 +461,7 @@ enum PipelineText {
             "pipeline \(report.name) is valid; steps: "
                 + report.steps.filter { $0.outcome != .skipped }.map(\.step.rawValue).joined(separator: ", ")
                 + (report.upToDate ? "; the publication is up to date\n" : "; a run would build a new publication\n")
+        case .failed where !report.checks.isEmpty: "dry run of \(report.name): a run would fail; nothing was written\n"
         case .failed: "pipeline \(report.name) failed; nothing was published\n"
         // Said on standard error, with the rule, by the closing error.
         case .interrupted: ""
