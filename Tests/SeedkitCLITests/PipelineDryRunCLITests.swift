@@ -30,4 +30,37 @@ struct PipelineDryRunCLITests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).sorted()
             == ["blocker", "pipeline.json"])
     }
+
+    @Test("pipeline validate checks a file with its --set and SEEDKIT_PIPELINE_ overrides, refusing unknown keys by name")
+    func validateWithOverrides() throws {
+        let directory = try TemporaryDirectory()
+        let dataset = RepositoryLayout.root.appendingPathComponent("seeds/demo").path
+        let file = try directory.write("pipeline.json", Array("""
+            {"name": "tiny", "source": {"embedded": {"dataset": "\(dataset)", "rows": 20}},
+             "rehearsal": {"user": "alice"}, "publish": {"directory": "out"}}
+            """.utf8))
+        let valid = try SeedkitProcess.run(
+            ["pipeline", "validate", file, "--set", "publish.directory=elsewhere", "--json"])
+        #expect(valid.status == 0, "\(valid.stderrText)")
+        let object = try #require(valid.lines.last.flatMap { try StrictJSONParser().parse(Array($0.utf8)).objectValue })
+        #expect(object["event"]?.stringValue == "valid")
+        #expect(object["publish_directory"]?.stringValue == directory.path("elsewhere"))
+
+        let unknown = try SeedkitProcess.run(["pipeline", "validate", file, "--set", "source.embedded.rowz=5", "--json"])
+        #expect(unknown.status == 2)
+        #expect(unknown.lines.last?.contains("\"rule\":\"unknown_member\"") == true, "\(unknown.stdoutText)")
+        #expect(unknown.stderrText.contains("source.embedded.rowz"))
+
+        let typed = try SeedkitProcess.run(["pipeline", "validate", file, "--set", "page_limit=lots"])
+        #expect(typed.status == 2 && typed.stderrText.contains("page_limit") && typed.stderrText.contains("(wrong_type)"))
+
+        let environment = try SeedkitProcess.run(
+            ["pipeline", "validate", file], environment: ["SEEDKIT_PIPELINE_PAGE_LIMIT": "5000"])
+        #expect(environment.status == 2 && environment.stderrText.contains("(out_of_range)"), "\(environment.stderrText)")
+
+        // The same overrides reach pipeline run: a dry run into the overridden directory writes nothing there.
+        let dry = try SeedkitProcess.run(["pipeline", "run", file, "--dry-run", "--set", "page_limit=1001"])
+        #expect(dry.status == 2 && dry.stderrText.contains("page_limit"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["pipeline.json"])
+    }
 }

@@ -16,15 +16,17 @@ enum PipelineCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         switch words.first {
         case "run": return try runPipeline(Array(words.dropFirst()))
+        case "validate": return try validate(Array(words.dropFirst()))
         case "clean": return try clean(Array(words.dropFirst()))
         default:
-            throw Arguments.UsageError(message: "pipeline needs a subcommand: pipeline run FILE or pipeline clean FILE")
+            throw Arguments.UsageError(
+                message: "pipeline needs a subcommand: pipeline run FILE, pipeline validate FILE or pipeline clean FILE")
         }
     }
 
     private static func runPipeline(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(
-            words, flags: ["json", "dry-run", "force"], valued: Set(["wait"]).union(NetworkOptions.names))
+            words, flags: ["json", "dry-run", "force"], valued: Set(["wait", "set"]).union(NetworkOptions.names))
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         var wait: Duration?
         if let text = arguments.values["wait"] {
@@ -36,7 +38,9 @@ enum PipelineCommand {
         let flags = arguments.flags
         let network = try NetworkOptions(arguments)
         let output = PipelineOutput(json: flags.contains("json"), console: arguments.console("pipeline"))
-        guard let definition = load(arguments.positionals[0], output: output) else { return .invalidInput }
+        guard let definition = load(arguments.positionals[0], sets: arguments.allValues["set"], output: output) else {
+            return .invalidInput
+        }
         output.begin(definition, dryRun: flags.contains("dry-run"))
         // From here SIGINT and SIGTERM stop the run at its next safe point instead of killing it mid-write.
         Interruption.install()
@@ -108,9 +112,38 @@ enum PipelineCommand {
         }
     }
 
-    private static func load(_ file: String, output: PipelineOutput) -> PipelineDefinition? {
+    /// `pipeline validate FILE`: the file (with its overrides) checked as a run would load it, without reaching the
+    /// source or writing anything.
+    private static func validate(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
+        let arguments = try Arguments(words, flags: ["json"], valued: ["set"])
+        try arguments.requirePositionals(atMost: 1, atLeast: 1)
+        let console = arguments.console("pipeline")
+        let output = PipelineOutput(json: arguments.flags.contains("json"), console: console)
+        guard let definition = load(arguments.positionals[0], sets: arguments.allValues["set"], output: output) else {
+            return .invalidInput
+        }
+        let steps = definition.steps.map(\.rawValue)
+        if output.json {
+            output.event([
+                JSONMember("event", .string("valid")), JSONMember("pipeline", .string(definition.name)),
+                JSONMember("source", .string(definition.source.kind)),
+                JSONMember("steps", .array(steps.map(JSONValue.string))),
+                JSONMember("publish_directory", .string(definition.publishDirectory)),
+            ])
+        } else {
+            console.info("pipeline \(definition.name) is valid: \(definition.source.kind) source, steps "
+                + steps.joined(separator: ", ") + ", publish directory \(definition.publishDirectory)\n")
+        }
+        return .success
+    }
+
+    /// The definition at `file` with the overrides of `SEEDKIT_PIPELINE_…` variables and then of `--set` (`sets`);
+    /// nil after reporting why it is invalid.
+    private static func load(_ file: String, sets: [String]? = nil, output: PipelineOutput) -> PipelineDefinition? {
         do {
-            return try PipelineDefinition.load(file: file)
+            var overrides = try PipelineFormat.overrides(environment: ProcessInfo.processInfo.environment)
+            for assignment in sets ?? [] { overrides.append(try PipelineOverride(parsing: assignment)) }
+            return try PipelineDefinition.load(file: file, overrides: overrides)
         } catch {
             output.error(rule: error.rule, member: error.member, message: "invalid pipeline file: \(error)",
                          status: .invalidInput)
