@@ -11,10 +11,11 @@ public struct HTTPExportSource: SeedExportSource {
     private let retry: NetworkRetryPolicy
 
     /// A source for the server at `baseURL` (`http(s)://host:port`, optionally ending in `/operator/seed`); each
-    /// request ends after `timeout` and is retried as `retry` allows.
+    /// request ends after `timeout` and is retried as `retry` allows (by default not at all: the commands pass
+    /// `--retries`).
     public init(
         baseURL: String, operatorToken: String, timeout: Duration = .seconds(60),
-        retry: NetworkRetryPolicy = NetworkRetryPolicy()
+        retry: NetworkRetryPolicy = NetworkRetryPolicy(retries: 0)
     ) throws(SeedExportError) {
         var base = baseURL
         for suffix in ["/operator/seed/", "/operator/seed", "/"] where base.hasSuffix(suffix) {
