@@ -85,7 +85,7 @@ import _SeedkitTestSupport
             try PipelineOverride(parsing: "rehearsal.rebuild_compare=true"),
         ]
         let definition = try PipelineDefinition(
-            bytes: Array(json.utf8), baseDirectory: "/tmp/p", environment: [:], overrides: overrides)
+            bytes: Array(json.utf8), baseDirectory: "/pipelines", environment: [:], overrides: overrides)
         #expect(definition.pageLimit == 50 && definition.rehearsal.user == "bob" && definition.scopes == ["catalog"])
         #expect(definition.rehearsal.rebuildCompare)
         if case .embedded(_, let rows) = definition.source { #expect(rows == 20) } else { Issue.record("source") }
