@@ -44,6 +44,11 @@ struct NetworkOptions: Sendable {
     /// Attempts of one request, the first included.
     var attempts: Int { retries + 1 }
 
+    /// `timeout 60 s per request, 3 retries`, for `--verbose`.
+    var summary: String {
+        "timeout \(timeout.components.seconds) s per request, \(retries) retr\(retries == 1 ? "y" : "ies")"
+    }
+
     /// The sync engine's policy: upstream's timing (1, 2, 4, … s plus jitter, at least `Retry-After`) with this
     /// many attempts.
     var syncRetryPolicy: SyncRetryPolicy {

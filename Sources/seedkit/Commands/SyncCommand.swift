@@ -152,8 +152,8 @@ enum SyncSession {
         defer { store.close() }
         console.detail("store \(options.path)\(existed ? "" : " (created)")")
         console.detail("server \(Console.displayURL(options.server)), credential from \(options.credentialSource), "
-            + "app version \(options.appVersion), page limit \(options.pageLimit), timeout "
-            + "\(options.network.timeout), \(options.network.retries) retries")
+            + "app version \(options.appVersion), page limit \(options.pageLimit)")
+        console.detail(options.network.summary)
         let transport: HTTPSyncTransport
         do {
             transport = try HTTPSyncTransport(
