@@ -14,8 +14,8 @@ import _SeedkitTestSupport
     }
 
     func serverDefinition(
-        _ server: RunningServer, operatorToken: String = RunningServer.operatorToken, userToken: String = "secret-alice",
-        publish: String = "out/seed"
+        _ server: RunningServer, operatorToken: String = RunningServer.operatorToken,
+        userToken: String = "secret-alice", publish: String = "out/seed"
     ) throws -> PipelineDefinition {
         let json = """
             {"source": {"server": {"url": "\(server.baseURL)", "operator_token_env": "OPERATOR",
@@ -37,7 +37,8 @@ import _SeedkitTestSupport
         let server = try RunningServer(rows: 40)
         let report = try PipelineRunner.run(try serverDefinition(server), options: Self.dryRun)
         #expect(report.outcome == .validated)
-        #expect(report.checks.map(\.name) == ["source", "operator_credential", "rehearsal_credential", "publish_parent"])
+        let names = ["source", "operator_credential", "rehearsal_credential", "publish_parent"]
+        #expect(report.checks.map(\.name) == names)
         let failed = report.checks.filter { !$0.passed }
         #expect(failed.isEmpty, "\(failed)")
         let entries = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)

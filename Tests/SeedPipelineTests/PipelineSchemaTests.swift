@@ -36,7 +36,8 @@ import _SeedkitTestSupport
     @Test func theSchemaNamesExactlyTheFormatsMembersWithTheirTypes() throws {
         let schema = Self.members(of: try Self.schema())
         let format = Dictionary(PipelineFormat.members.map { ($0.path, $0.kind) }) { first, _ in first }
-        let schemaOnly = Set(schema.keys).subtracting(format.keys), formatOnly = Set(format.keys).subtracting(schema.keys)
+        let schemaOnly = Set(schema.keys).subtracting(format.keys)
+        let formatOnly = Set(format.keys).subtracting(schema.keys)
         #expect(schemaOnly.isEmpty && formatOnly.isEmpty, "schema only: \(schemaOnly); format only: \(formatOnly)")
         for (path, kind) in format { #expect(schema[path] == kind, "\(path)") }
     }
@@ -56,7 +57,9 @@ import _SeedkitTestSupport
             if kind == .object { format[path, default: []] = format[path] ?? [] }
         }
         #expect(Set(format.keys) == Set(parser.keys))
-        for (parent, names) in parser { #expect(format[parent] == Set(names), "members of \(parent.isEmpty ? "the document" : parent)") }
+        for (parent, names) in parser {
+            #expect(format[parent] == Set(names), "members of \(parent.isEmpty ? "the document" : parent)")
+        }
     }
 
     @Test func theExamplePipelinesValidateAgainstTheSchemaAndLoad() throws {
@@ -64,7 +67,8 @@ import _SeedkitTestSupport
         for name in ["demo.json", "staging.example.json"] {
             let url = RepositoryLayout.root.appendingPathComponent("pipelines/\(name)")
             let document = try StrictJSONParser().parse(Array(try Data(contentsOf: url)))
-            #expect(SchemaCheck.problems(document, schema).isEmpty, "\(name): \(SchemaCheck.problems(document, schema))")
+            let problems = SchemaCheck.problems(document, schema)
+            #expect(problems.isEmpty, "\(name): \(problems)")
             _ = try PipelineDefinition.load(file: url.path, environment: [
                 "SEEDKIT_STAGING_OPERATOR_TOKEN": "o", "SEEDKIT_STAGING_USER_TOKEN": "u",
             ])
@@ -136,7 +140,9 @@ enum SchemaCheck {
             if let least = rules["minItems"]?.numberValue?.exactInt64, items.count < least {
                 problems.append("\(here): too few items")
             }
-            if rules["uniqueItems"] == .bool(true), Set(items).count != items.count { problems.append("\(here): repeats") }
+            if rules["uniqueItems"] == .bool(true), Set(items).count != items.count {
+                problems.append("\(here): repeats")
+            }
             for (index, item) in items.enumerated() {
                 problems += Self.problems(item, rules["items"] ?? .null, at: "\(here)[\(index)]")
             }
@@ -144,7 +150,8 @@ enum SchemaCheck {
             if let least = rules["minLength"]?.numberValue?.exactInt64, text.count < least {
                 problems.append("\(here): too short")
             }
-            if let pattern = rules["pattern"]?.stringValue, text.range(of: pattern, options: .regularExpression) == nil {
+            if let pattern = rules["pattern"]?.stringValue,
+               text.range(of: pattern, options: .regularExpression) == nil {
                 problems.append("\(here): does not match \(pattern)")
             }
         case ("integer", .number(let number)) where number.exactInt64 != nil:

@@ -84,8 +84,7 @@ struct TransportFailureKindTests {
         #expect(retries == [Self.refused, Self.refused])
 
         transport.fail("/sync/pull", with: Self.refused, times: 5)
-        #expect(throws: SyncCycleError.retriesExhausted(phase: .pull, attempts: 2, status: nil, failure: Self.refused)) {
-            try cycle(maxAttempts: 2).run()
-        }
+        let exhausted = SyncCycleError.retriesExhausted(phase: .pull, attempts: 2, status: nil, failure: Self.refused)
+        #expect(throws: exhausted) { try cycle(maxAttempts: 2).run() }
     }
 }

@@ -70,7 +70,9 @@ struct NetworkRetryPolicyTests {
     @Test("503 then 200 returns the 200 after one announced retry; 503 throughout fails as http_503")
     func retryableStatuses() throws {
         let recorder = Recorder()
-        let recovering = ScriptedTransport([.success(TransportResponse(status: 503)), .success(TransportResponse(status: 200))])
+        let recovering = ScriptedTransport([
+            .success(TransportResponse(status: 503)), .success(TransportResponse(status: 200)),
+        ])
         let response = try recorder.policy(retries: 2).send(.get("/x"), via: recovering, baseURL: "http://h")
         #expect(response.status == 200)
         #expect(recorder.retries.withLock { $0 }.map(\.rule) == ["http_503"])

@@ -132,11 +132,13 @@ enum PipelineDryRun {
                 name: "publish_parent", rule: "publish_parent_unusable",
                 message: "cannot create \(parent): \(existing) is not a directory")
         }
-        let probePath = URL(fileURLWithPath: existing).appendingPathComponent(".seedkit-dry-run-\(getpid())").path
+        let probePath = URL(fileURLWithPath: existing)
+            .appendingPathComponent(".seedkit-dry-run-\(UUID().uuidString.lowercased())").path
         let descriptor = open(probePath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             let error = SystemError(operation: "create a file in", path: existing, code: errno)
-            return PipelineCheck(name: "publish_parent", rule: "publish_parent_not_writable", message: error.description)
+            return PipelineCheck(
+                name: "publish_parent", rule: "publish_parent_not_writable", message: error.description)
         }
         close(descriptor)
         unlink(probePath)

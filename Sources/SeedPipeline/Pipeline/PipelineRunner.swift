@@ -63,7 +63,9 @@ public enum PipelineRunner {
         if lock != nil { publication.removeStaleScratch() }
         try publication.checkReplaceable()
         guard !options.isInterrupted() else { throw .interrupted }
-        if options.dryRun { return try dryRun(definition, publication: publication, options: options, started: started) }
+        if options.dryRun {
+            return try dryRun(definition, publication: publication, options: options, started: started)
+        }
         let probe = try PipelineSourceProbe.probe(
             definition, wrap: options.wrapWithInterruption, network: options.network)
         guard !options.isInterrupted() else { throw .interrupted }
@@ -109,7 +111,8 @@ public enum PipelineRunner {
             definition, probe: probed, publication: publication, freeSpace: options.freeSpace))
         let current = options.force ? nil : probed.flatMap { upToDate(definition, probe: $0, publication: publication) }
         let steps = PipelineStep.allCases.map { step in
-            PipelineStepResult(step: step, outcome: !definition.runs(step) ? .skipped : current != nil ? .reused : .planned)
+            PipelineStepResult(
+                step: step, outcome: !definition.runs(step) ? .skipped : current != nil ? .reused : .planned)
         }
         var report = PipelineReport(
             name: definition.name, outcome: checks.allSatisfy(\.passed) ? .validated : .failed,

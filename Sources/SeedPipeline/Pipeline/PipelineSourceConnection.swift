@@ -38,12 +38,14 @@ final class PipelineSourceConnection: Sendable {
             embedded = nil
             rehearsalServer = server.url
             rehearsalCredential = server.userToken?.value
-            exportSource = RecordingExportSource(try PipelineSourceProbe.exportSource(definition.source, wrap: wrap, network: network))
+            exportSource = RecordingExportSource(
+                try PipelineSourceProbe.exportSource(definition.source, wrap: wrap, network: network))
         case .postgresql(let postgresql):
             embedded = nil
             rehearsalServer = postgresql.serverURL ?? ""
             rehearsalCredential = postgresql.userToken?.value
-            exportSource = RecordingExportSource(try PipelineSourceProbe.exportSource(definition.source, wrap: wrap, network: network))
+            exportSource = RecordingExportSource(
+                try PipelineSourceProbe.exportSource(definition.source, wrap: wrap, network: network))
         }
     }
 

@@ -20,7 +20,8 @@ enum PipelineCommand {
         case "clean": return try clean(Array(words.dropFirst()))
         default:
             throw Arguments.UsageError(
-                message: "pipeline needs a subcommand: pipeline run FILE, pipeline validate FILE or pipeline clean FILE")
+                message: "pipeline needs a subcommand: pipeline run FILE, pipeline validate FILE or "
+                    + "pipeline clean FILE")
         }
     }
 

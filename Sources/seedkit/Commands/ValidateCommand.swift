@@ -10,7 +10,9 @@ import SynchroProtocol
 /// 2 for a wrong invocation or a missing file.
 enum ValidateCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(words, flags: ["json"], valued: Set(["db", "server", "token-env", "token-file", "app-version"]).union(NetworkOptions.names))
+        let arguments = try Arguments(
+            words, flags: ["json"],
+            valued: Set(["db", "server", "token-env", "token-file", "app-version"]).union(NetworkOptions.names))
         guard arguments.positionals.isEmpty else {
             throw Arguments.UsageError(message: "validate takes no positional arguments")
         }
