@@ -121,9 +121,10 @@ extension PipelineRun {
         } catch {
             return .failed(rule: error.rule, message: error.description)
         }
-        let options = RehearsalOptions(
+        var options = RehearsalOptions(
             server: connection.rehearsalServer, credential: credential, appVersion: definition.rehearsal.appVersion,
             pageLimit: definition.pageLimit, rebuildCompare: definition.rehearsal.rebuildCompare)
+        options.network = self.options.network
         let events = self.events
         let pulled = Mutex<Int64>(0)
         do {

@@ -58,7 +58,7 @@ struct PipelineRun {
         defer { FileSystem.removeTree(scratch) }
         let sourceStarted = ContinuousClock.now
         let connection = try PipelineSourceConnection(
-            definition, probe: probe, scratch: scratch, wrap: options.wrapWithInterruption)
+            definition, probe: probe, scratch: scratch, wrap: options.wrapWithInterruption, network: options.network)
         defer { connection.stop() }
         events(.sourceReady(kind: definition.source.kind, seconds: PipelineRunner.seconds(since: sourceStarted)))
 

@@ -36,8 +36,11 @@ enum CommandDispatcher {
                                               sign files into provenance.intoto.jsonl beside them
           install SEED.db[.zst] --to APP.db [--trusted-key PUB ...] [--json]
                                               install a seed as a device's first database, never overwriting
-          pipeline run FILE [--json] [--dry-run] [--force] [--wait SECONDS]
+          pipeline run FILE [--set KEY.PATH=VALUE ...] [--json] [--dry-run] [--force] [--wait SECONDS]
+                 [--timeout SECONDS] [--retries N]
                                               export, verify, pack, install, rehearse and publish a seed
+          pipeline validate FILE [--set KEY.PATH=VALUE ...] [--json]
+                                              check a pipeline file without running anything
           pipeline clean FILE [--json]        remove the scratch directories of killed runs
           rehearse SEED.db[.zst] --server URL --token-env VAR [--page-limit N] [--app-version V]
                  [--rebuild-compare] [--trusted-key PUB ...] [--json]

@@ -17,7 +17,8 @@ enum ExportCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(
             words, flags: ["json", "force"],
-            valued: ["source", "token-env", "token-file", "out", "scopes", "page-limit", "wait"])
+            valued: Set(["source", "token-env", "token-file", "out", "scopes", "page-limit", "wait"])
+                .union(NetworkOptions.names))
         guard arguments.positionals.isEmpty else {
             throw Arguments.UsageError(message: "export takes no positional arguments")
         }
@@ -48,6 +49,7 @@ enum ExportCommand {
         let wait = try lockWait(arguments)
         let json = arguments.flags.contains("json")
         let console = arguments.console("export")
+        let network = try NetworkOptions(arguments).settings(command: "export", json: json, console: console)
         // One export per destination at a time (`.<out name>.lock` beside it), and SIGINT/SIGTERM end it at the next
         // page.
         Interruption.install()
@@ -81,7 +83,9 @@ enum ExportCommand {
                 console.detail("source \(Console.displayURL(source)), operator credential from \(secret.source), "
                     + "page limit \(options.pageLimit)")
                 let exportSource = InterruptibleExportSource(
-                    base: try HTTPExportSource(baseURL: source, operatorToken: secret.value),
+                    base: try HTTPExportSource(
+                        baseURL: source, operatorToken: secret.value, timeout: network.timeout,
+                        retry: network.retryPolicy),
                     isInterrupted: { Interruption.requested })
                 (evidence, evidencePath) = try SeedExporter.exportWithEvidence(
                     from: exportSource, to: output, options: options
@@ -103,6 +107,7 @@ enum ExportCommand {
             }
             var status: ExitStatus = error.isInputError ? .invalidInput : .checkFailed
             if case .database(_, .retriesExhausted) = error { status = .retriesExhausted }
+            if case .transport(_, _, _, true) = error { status = .retriesExhausted }
             var message = "export failed: \(error)"
             if case .refused(_, let code, _) = error, code == 401 || code == 403, let secret {
                 message += "; the server refused the operator token from \(secret.source): fix it there"

@@ -11,7 +11,8 @@ enum RehearseCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(
             words, flags: ["rebuild-compare", "json"],
-            valued: ["server", "token-env", "token-file", "page-limit", "app-version", SignatureGate.option])
+            valued: Set(["server", "token-env", "token-file", "page-limit", "app-version", SignatureGate.option])
+                .union(NetworkOptions.names))
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         guard let server = arguments.values["server"], server.hasPrefix("http://") || server.hasPrefix("https://")
         else {
@@ -39,6 +40,8 @@ enum RehearseCommand {
         let json = arguments.flags.contains("json")
         let seed = arguments.positionals[0]
         let console = arguments.console("rehearse")
+        let network = try NetworkOptions(arguments)
+        options.network = network.settings(command: "rehearse", json: json, console: console)
         let keys = try SignatureGate.trustedKeys(arguments)
         if let refused = SignatureGate.check(seed, keys: keys, asJSON: json, console: console) { return refused }
         console.detail("seed \(seed), installed in a new directory under \(NSTemporaryDirectory())")
@@ -60,8 +63,9 @@ enum RehearseCommand {
                 ]))
                 Terminal.out(bytes: ((try? CanonicalJSON.encode(object)) ?? []) + [0x0A])
             }
-            Terminal.err("seedkit: rehearse failed: \(error)\n")
+            Terminal.err("seedkit: \(FailureReport.text("rehearse failed: \(error)", rule: error.rule))\n")
             for finding in (error.installFindings).prefix(20) { Terminal.err("  \(finding)\n") }
+            if case .rehearsal(let failure) = error, failure.retriesExhausted { return .retriesExhausted }
             return error.isInvalidInput ? .invalidInput : .checkFailed
         }
     }

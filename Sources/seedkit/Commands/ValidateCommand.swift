@@ -10,7 +10,9 @@ import SynchroProtocol
 /// 2 for a wrong invocation or a missing file.
 enum ValidateCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(words, flags: ["json"], valued: ["db", "server", "token-env", "token-file", "app-version"])
+        let arguments = try Arguments(
+            words, flags: ["json"],
+            valued: Set(["db", "server", "token-env", "token-file", "app-version"]).union(NetworkOptions.names))
         guard arguments.positionals.isEmpty else {
             throw Arguments.UsageError(message: "validate takes no positional arguments")
         }
@@ -18,6 +20,7 @@ enum ValidateCommand {
             throw Arguments.UsageError(message: "validate needs --db FILE")
         }
         let server = try serverOptions(arguments)
+        let network = try NetworkOptions(arguments)
         if let status = FailureReport.missing(path, command: "validate", json: arguments.flags.contains("json")) {
             return status
         }
@@ -30,8 +33,11 @@ enum ValidateCommand {
             if let server {
                 console.detail("comparing with \(Console.displayURL(server.url)), credential from "
                     + server.source)
+                let settings = network.settings(
+                    command: "validate", json: arguments.flags.contains("json"), console: console)
                 let transport = try HTTPSyncTransport(
-                    baseURL: server.url, credential: server.token, appVersion: server.appVersion)
+                    baseURL: server.url, credential: server.token, appVersion: server.appVersion,
+                    timeout: network.timeout, retry: settings.retryPolicy)
                 validation = try validator.validate(against: transport)
             } else {
                 validation = try validator.validate()
