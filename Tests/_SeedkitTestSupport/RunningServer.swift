@@ -11,6 +11,8 @@ public final class RunningServer: @unchecked Sendable {
     public let engine: SyncEngine
     public let clock: ManualServerClock
     public let baseURL: String
+    /// The loopback port the server listens on.
+    public let port: UInt16
     public let directory: TemporaryDirectory
     private let server: HTTPServer
     private let transport: CurlTransport
@@ -68,7 +70,8 @@ public final class RunningServer: @unchecked Sendable {
     public init(
         dataset name: String = "demo", rows: Int = 300, materialization: MaterializationMode = .immediate,
         minimumClientVersion: SemanticVersion? = nil, checkpointFrames: Int? = nil,
-        reopening existing: TemporaryDirectory? = nil, store: Store? = nil, sharing: RunningServer? = nil
+        reopening existing: TemporaryDirectory? = nil, store: Store? = nil, sharing: RunningServer? = nil,
+        failedAuthenticationLimit: FailedAuthenticationLimit? = FailedAuthenticationLimit()
     ) throws {
         directory = try existing ?? TemporaryDirectory(prefix: "seedkit-server")
         clock = ManualServerClock()
@@ -78,6 +81,7 @@ public final class RunningServer: @unchecked Sendable {
             credentials: Self.credentials, operatorToken: Self.operatorToken, clock: clock,
             minimumClientVersion: minimumClientVersion, materialization: materialization)
         configuration.checkpointFrames = checkpointFrames
+        configuration.failedAuthenticationLimit = failedAuthenticationLimit
         let marker = directory.path("postgres-store")
         if let sharing {
             postgresStore = sharing.postgresStore
@@ -93,6 +97,7 @@ public final class RunningServer: @unchecked Sendable {
         engine = try SyncEngine(configuration: configuration)
         server = HTTPServer(handler: engine)
         let port = try server.start(host: "127.0.0.1", port: 0)
+        self.port = port
         baseURL = "http://127.0.0.1:\(port)"
         transport = try CurlTransport(configuration: .init(baseURL: baseURL))
     }

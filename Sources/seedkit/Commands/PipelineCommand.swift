@@ -189,7 +189,10 @@ private final class PipelineOutput: Sendable {
         { [self] event in
             switch event {
             case .stepStarted(let step): console.detail("\(step.rawValue) started")
-            case .stepFinished(let result): console.detail(PipelineText.stepLine(result))
+            case .stepFinished(let result):
+                console.detail(PipelineText.stepLine(result))
+                // Whatever the verbosity: a foreign file was kept and someone should look at it.
+                for warning in result.warnings { Terminal.err(Terminal.printable("seedkit: warning: \(warning)\n")) }
             case .sourceReady(let kind, let seconds):
                 console.detail("\(kind) source ready in \(PipelineText.seconds(seconds))")
             case .progress: break
