@@ -9,8 +9,19 @@ import SynchroProtocol
 /// also compared with the server's through one unapplied pull. Exit 0 when every check holds, 1 with findings,
 /// 2 for a wrong invocation or a missing file.
 enum ValidateCommand {
+    static let spec = CommandSpec(
+        "validate", "every consistency check of a client store, read-only",
+        options: [
+            .value("db", "FILE", .path, "the client store to check", required: true),
+            .value("server", "URL", .text, "also compare each scope's checksum with this server's (needs a token)"),
+            .secretVariable("token", "with --server: the variable holding the bearer credential"),
+            .secretFile("token", "with --server: the file holding the bearer credential"),
+            .value("app-version", "V", .version, "with --server: app_version and X-App-Version", default: "1.0.0"),
+            .json("one JSON object with every check instead of text"),
+        ])
+
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(words, flags: ["json"], valued: ["db", "server", "token-env", "token-file", "app-version"])
+        let arguments = try Arguments(words, spec: spec)
         guard arguments.positionals.isEmpty else {
             throw Arguments.UsageError(message: "validate takes no positional arguments")
         }
@@ -69,10 +80,7 @@ enum ValidateCommand {
         guard arguments.values["token-env"] != nil || arguments.values["token-file"] != nil else {
             throw Arguments.UsageError(message: "--server needs --token-env VAR or --token-file FILE")
         }
-        let appVersion = arguments.values["app-version"] ?? "1.0.0"
-        guard SemanticVersion(appVersion) != nil else {
-            throw Arguments.UsageError(message: "--app-version needs a SemVer version")
-        }
+        let appVersion = arguments.value("app-version") ?? ""
         let secret = try SyncCommand.credential(arguments)
         return (url, secret.value, secret.source, appVersion)
     }
