@@ -48,10 +48,13 @@ enum HelpCommand {
     static let spec = CommandSpec(
         "help", "this text, one command's synopsis and options, or docs/cli.md's option tables",
         positionals: [
-            PositionalSpec(placeholder: "COMMAND", help: "the command (or group) to describe", optional: true, kind: .text),
+            PositionalSpec(
+                placeholder: "COMMAND", help: "the command (or group) to describe", optional: true, kind: .text),
             PositionalSpec(placeholder: "SUBCOMMAND", help: "one subcommand of a group", optional: true, kind: .text),
         ],
-        options: [.value("markdown", "FILE", .path, "print FILE with its option tables rewritten from the declarations")])
+        options: [
+            .value("markdown", "FILE", .path, "print FILE with its option tables rewritten from the declarations"),
+        ])
 
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let arguments = try Arguments(words, spec: spec)

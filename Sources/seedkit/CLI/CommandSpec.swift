@@ -108,8 +108,9 @@ struct OptionSpec: Sendable {
 
     /// An option with a value of `kind`, written `--name PLACEHOLDER`.
     static func value(
-        _ name: String, _ placeholder: String, _ kind: ValueKind = .text, _ help: String, default defaultValue: String? = nil,
-        environment: String? = nil, required: Bool = false, repeatable: Bool = false
+        _ name: String, _ placeholder: String, _ kind: ValueKind = .text, _ help: String,
+        default defaultValue: String? = nil, environment: String? = nil, required: Bool = false,
+        repeatable: Bool = false
     ) -> OptionSpec {
         OptionSpec(
             name: name, kind: kind, placeholder: placeholder, help: help, defaultValue: defaultValue,

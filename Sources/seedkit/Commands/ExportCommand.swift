@@ -19,11 +19,13 @@ enum ExportCommand {
         options: [
             .value("source", "URL", .text, "http(s)://HOST:PORT, postgresql://… (or key=value) or delta:FILE.json",
                    required: true),
-            .value("out", "FILE", .path, "the seed to publish; FILE.evidence.json is written beside it", required: true),
+            .value(
+                "out", "FILE", .path, "the seed to publish; FILE.evidence.json is written beside it", required: true),
             .secretVariable(
                 "token", "HTTP source: the variable holding the operator token", default: "SEEDKIT_OPERATOR_TOKEN"),
             .secretFile("token", "HTTP source: the file holding the operator token, instead of a variable"),
-            .value("scopes", "A,B", .text, "only these scopes, each in the portable set", default: "every portable scope"),
+            .value(
+                "scopes", "A,B", .text, "only these scopes, each in the portable set", default: "every portable scope"),
             .value("page-limit", "N", .integer(1...1000), "rows per page",
                    default: "\(SeedExportOptions().pageLimit)"),
             .value("wait", "SECONDS", .integer(0...86_400),

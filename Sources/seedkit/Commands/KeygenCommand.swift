@@ -8,7 +8,8 @@ enum KeygenCommand {
     static let spec = CommandSpec(
         "keygen", "a new Ed25519 signing key (KEY mode 0600) and KEY.pub",
         options: [
-            .value("out", "KEY", .path, "the private key file to create; the public key goes to KEY.pub", required: true),
+            .value(
+                "out", "KEY", .path, "the private key file to create; the public key goes to KEY.pub", required: true),
             .json(),
         ])
 

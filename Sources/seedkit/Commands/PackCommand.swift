@@ -10,7 +10,8 @@ enum PackCommand {
         "pack", "compress a seed into one checksummed zstd frame (or a patch)",
         positionals: [PositionalSpec(placeholder: "FILE", help: "the seed database")],
         options: [
-            .value("out", "FILE.zst", .path, "the frame to write", default: "FILE.zst, or FILE.patch.zst with --patch-from"),
+            .value(
+                "out", "FILE.zst", .path, "the frame to write", default: "FILE.zst, or FILE.patch.zst with --patch-from"),
             .value("level", "N", .integer(Int64(PackOptions.levels.lowerBound)...Int64(PackOptions.levels.upperBound)),
                    "zstd compression level", default: "\(PackOptions.defaultLevel)")
                 .invalidValues(rule: "invalid_level"),

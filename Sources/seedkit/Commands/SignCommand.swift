@@ -10,7 +10,9 @@ import SystemKit
 enum SignCommand {
     static let spec = CommandSpec(
         "sign", "sign files into provenance.intoto.jsonl beside them",
-        positionals: [PositionalSpec(placeholder: "FILE", help: "a file to sign; all in one directory", repeatable: true)],
+        positionals: [
+            PositionalSpec(placeholder: "FILE", help: "a file to sign; all in one directory", repeatable: true),
+        ],
         options: [
             .secretFile("key", "the private key file (mode 0600); exactly one of --key-file and --key-env"),
             .secretVariable("key", "the variable holding the private key's PEM text"),
