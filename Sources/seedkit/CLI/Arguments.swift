@@ -84,11 +84,11 @@ struct Arguments {
             values[name] = value
             allValues[name, default: []].append(value)
         }
+        verbosity = try Verbosity(flags: flags)
+        flags.subtract(Verbosity.flags)
         for option in spec.options where option.required && values[option.name] == nil {
             throw UsageError(message: "\(spec.name) needs \(option.synopsisWord)")
         }
-        verbosity = try Verbosity(flags: flags)
-        flags.subtract(Verbosity.flags)
     }
 
     /// The option's value, else its declared default (for options whose default is a literal value).
