@@ -96,7 +96,7 @@ struct CommandDeclarationTests {
         let run = try SeedkitProcess.run(["install", "seed.db"])
         #expect(run.status == 2)
         #expect(run.stderrText.contains("install needs --to APP.db (usage)"), "\(run.stderrText)")
-        #expect(run.stderrText.contains("usage:\n  install --to APP.db SEED.db[.zst]"), "\(run.stderrText)")
+        #expect(run.stderrText.contains("usage:\n  install SEED.db[.zst] --to APP.db"), "\(run.stderrText)")
     }
 
     // MARK: docs/cli.md

@@ -30,15 +30,15 @@ struct CommandSpec: Sendable {
     /// The option called `name` (without `--`), if the command declares it.
     func option(_ name: String) -> OptionSpec? { allOptions.first { $0.name == name } }
 
-    /// `export --source URL --out FILE [--token-env VAR] … [--json]`: required options first, then positionals, then
-    /// every optional one in declaration order (not `--quiet`/`--verbose`, which every command takes).
+    /// `install SEED.db[.zst] --to APP.db [--trusted-key PUB ...] [--json]`: positionals first, then required options,
+    /// then every optional one in declaration order (not `--quiet`/`--verbose`, which every command takes).
     var synopsis: String { ([name] + synopsisUnits).joined(separator: " ") }
 
     /// The synopsis after the name, one unit per option or argument (a unit is never split when wrapping).
     var synopsisUnits: [String] {
         let required = options.filter(\.required).map(\.synopsisWord)
         let optional = options.filter { !$0.required }.map { "[\($0.synopsisWord)\($0.repeatable ? " ..." : "")]" }
-        return required + positionals.map(\.synopsisWord) + optional
+        return positionals.map(\.synopsisWord) + required + optional
     }
 }
 
