@@ -45,6 +45,7 @@ struct CompletionTests {
         let quoted = words.map { "'\($0)'" }.joined(separator: " ")
         let run = try run(bash, ["-c", """
             cd '\(directory)' && source '\(script)' || exit 9
+            export SEEDKIT_COMPLETION_PROBE=1
             COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count - 1); COMPREPLY=()
             _seedkit; printf '%s\\n' "${COMPREPLY[@]}"
             """])
@@ -78,6 +79,8 @@ struct CompletionTests {
         #expect(try complete("pack", "--out", "zz") == ["zz-seed.db"])
         #expect(try complete("export", "--page-limit", "").isEmpty)
         #expect(try complete("verify", "zz") == ["zz-seed.db"])
+        // A secret's `--NAME-env` completes variable names (the secret itself is never an argument).
+        #expect(try complete("sync", "--token-env", "SEEDKIT_COMPLETION_P") == ["SEEDKIT_COMPLETION_PROBE"])
     }
 
     @Test("bash completes exactly the options help lists, for every command",

@@ -192,7 +192,6 @@ struct OptionSpec: Sendable {
         }
         guard !allowed else { return nil }
         let needs: String = switch kind {
-        case .integer(let range) where range == Int64.min...Int64.max: "an integer"
         case .integer: "an integer in \(range ?? "")"
         case .byteCount: "a positive byte count (such as 1048576 or 4G)"
         case .version: "a SemVer version"

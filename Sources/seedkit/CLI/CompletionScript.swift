@@ -23,6 +23,26 @@ enum CompletionScript {
         return .success
     }
 
+    /// What a value completes to.
+    enum ValueCompletion: Equatable {
+        case files
+        case words([String])
+        /// Environment variable names: the value of a secret's `--NAME-env`, never the secret.
+        case variables
+        /// Free text: nothing is offered.
+        case nothing
+    }
+
+    /// What the value of `option` completes to.
+    static func completion(_ option: OptionSpec) -> ValueCompletion {
+        switch option.kind {
+        case .path: .files
+        case .choice(let words): .words(words)
+        case .text where option.secretSource: .variables
+        default: .nothing
+        }
+    }
+
     /// The words the first positional of `spec` completes to: the choices, the command names for `help`, or nil.
     private static func positionalWords(_ spec: CommandSpec) -> [String]? {
         if spec.words == ["help"] { return CommandCatalog.commandNames }
@@ -71,23 +91,24 @@ enum CompletionScript {
         text += "    esac\n    case $command in\n"
         for spec in CommandCatalog.all {
             text += "        '\(spec.name)')\n            case $prev in\n"
-            let valued = spec.allOptions.filter { !$0.isFlag }
-            let paths = valued.filter { $0.kind == .path }.map { "--\($0.name)" }
-            /// `--a|--b) COMPREPLY=($(compgen ARGUMENTS -- "$cur")); return 0;;`
-            func reply(_ pattern: String, _ arguments: String) -> String {
-                "                \(pattern)) COMPREPLY=($(compgen \(arguments) -- \"$cur\")); return 0;;\n"
-            }
-            if !paths.isEmpty { text += reply(paths.joined(separator: "|"), "-f") }
-            for option in valued {
-                if case .choice(let words) = option.kind {
-                    text += reply("--\(option.name)", "-W '\(words.joined(separator: " "))'")
+            // One `case $prev` branch per kind of value: `--a|--b) COMPREPLY=(…); return 0;;`.
+            var branches: [(patterns: [String], reply: String)] = []
+            for option in spec.allOptions where !option.isFlag {
+                let reply = switch completion(option) {
+                case .files: "COMPREPLY=($(compgen -f -- \"$cur\")); "
+                case .words(let words): "COMPREPLY=($(compgen -W '\(words.joined(separator: " "))' -- \"$cur\")); "
+                case .variables: "COMPREPLY=($(compgen -v -- \"$cur\")); "
+                case .nothing: ""
+                }
+                if let index = branches.firstIndex(where: { $0.reply == reply }) {
+                    branches[index].patterns.append("--\(option.name)")
+                } else {
+                    branches.append((["--\(option.name)"], reply))
                 }
             }
-            let others = valued.filter { option in
-                if case .choice = option.kind { return false }
-                return option.kind != .path
-            }.map { "--\($0.name)" }
-            if !others.isEmpty { text += "                \(others.joined(separator: "|"))) return 0;;\n" }
+            for branch in branches {
+                text += "                \(branch.patterns.joined(separator: "|"))) \(branch.reply)return 0;;\n"
+            }
             text += "            esac\n"
             let options = spec.allOptions.map { "--\($0.name)" } + ["--help"]
             text += "            options='\(options.joined(separator: " "))'\n"
@@ -158,13 +179,13 @@ enum CompletionScript {
         for spec in CommandCatalog.all {
             var arguments = spec.allOptions.map { option -> String in
                 let head = (option.repeatable ? "*" : "") + "--\(option.name)[\(bracketed(option.help))]"
-                return quoted(option.isFlag ? head : head + ":\(option.placeholder):\(zshAction(option.kind))")
+                return quoted(option.isFlag ? head : head + ":\(option.placeholder):\(zshAction(completion(option)))")
             }
             for (index, positional) in spec.positionals.enumerated() {
-                let kind: ValueKind = spec.words == ["help"] && index == 0 ? .choice(CommandCatalog.commandNames)
-                    : positional.kind
+                let value: ValueCompletion = spec.words == ["help"] && index == 0 ? .words(CommandCatalog.commandNames)
+                    : positional.kind == .path ? .files : positionalWords(spec).map(ValueCompletion.words) ?? .nothing
                 let position = positional.repeatable ? "*" : "\(index + 1)" + (positional.optional ? ":" : "")
-                arguments.append(quoted("\(position):\(positional.placeholder):\(zshAction(kind))"))
+                arguments.append(quoted("\(position):\(positional.placeholder):\(zshAction(value))"))
             }
             text += "        '\(spec.name)') _arguments -s \\\n            "
                 + arguments.joined(separator: " \\\n            ") + ";;\n"
@@ -173,11 +194,12 @@ enum CompletionScript {
         return text
     }
 
-    private static func zshAction(_ kind: ValueKind) -> String {
-        switch kind {
-        case .path: "_files"
-        case .choice(let words): "(\(words.joined(separator: " ")))"
-        default: " "
+    private static func zshAction(_ value: ValueCompletion) -> String {
+        switch value {
+        case .files: "_files"
+        case .words(let words): "(\(words.joined(separator: " ")))"
+        case .variables: "_parameters -g '*export*'"
+        case .nothing: " "
         }
     }
 
@@ -221,11 +243,13 @@ enum CompletionScript {
                 .joined(separator: "; and "))
             for option in spec.allOptions {
                 var line = "complete -c seedkit -n \(condition) -l \(option.name)"
-                switch option.kind {
-                case .flag: break
-                case .path: line += " -r -F"
-                case .choice(let words): line += " -x -a \(fishQuoted(words.joined(separator: " ")))"
-                default: line += " -x"
+                if !option.isFlag {
+                    switch completion(option) {
+                    case .files: line += " -r -F"
+                    case .words(let words): line += " -x -a \(fishQuoted(words.joined(separator: " ")))"
+                    case .variables: line += " -x -a '(set --names --export)'"
+                    case .nothing: line += " -x"
+                    }
                 }
                 text += line + " -d \(fishQuoted(option.help))\n"
             }
