@@ -82,8 +82,12 @@ enum HelpCommand {
         }
         let specs = CommandCatalog.specs(topic, subcommand: arguments.positionals.dropFirst().first)
         guard !specs.isEmpty, topic != "help" || specs.count == 1 else {
-            Terminal.err("seedkit: " + NearMiss.message(
-                "no command \(topic)", word: topic, among: CommandCatalog.commandNames) + "\n\n" + HelpText.usage)
+            FailureReport(
+                rule: "usage",
+                message: NearMiss.message("no command \(topic)", word: topic, among: CommandCatalog.commandNames),
+                status: .invalidInput
+            ).print(command: "help", json: false)
+            Terminal.err("run seedkit help for the commands\n")
             return .invalidInput
         }
         Terminal.out(HelpText.topic(specs))

@@ -192,6 +192,7 @@ struct OptionSpec: Sendable {
         }
         guard !allowed else { return nil }
         let needs: String = switch kind {
+        case .integer(let range) where range.upperBound == .max: "an integer ≥ \(range.lowerBound)"
         case .integer: "an integer in \(range ?? "")"
         case .byteCount: "a positive byte count (such as 1048576 or 4G)"
         case .version: "a SemVer version"
