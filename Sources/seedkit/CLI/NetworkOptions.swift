@@ -9,36 +9,31 @@ import SynchroProtocol
 /// a line on standard error as it is scheduled (attempt n of m, the kind, the URL, the wait) and, with `--json`, a
 /// `retry` event.
 struct NetworkOptions: Sendable {
-    /// The option names, added to each network command's valued options.
-    static let names: Set<String> = ["timeout", "retries"]
     /// The accepted `--retries` values.
     static let retryRange: ClosedRange<Int> = 0...10
+
+    /// `--timeout` and `--retries`, declared once and added to every network command's declaration.
+    static let specs: [OptionSpec] = [
+        .value(
+            "timeout", "SECONDS",
+            .integer(Int64(NetworkTimeouts.range.lowerBound)...Int64(NetworkTimeouts.range.upperBound)),
+            "limit of one request, connecting included (connecting gets at most 10 s of it)",
+            default: "\(NetworkTimeouts.defaultTimeout.components.seconds)"),
+        .value(
+            "retries", "N", .integer(Int64(retryRange.lowerBound)...Int64(retryRange.upperBound)),
+            "retries of a failed request (each shown as it is scheduled); exhausted retries exit 4",
+            default: "\(NetworkRetryPolicy.defaultRetries)"),
+    ]
 
     /// The limit of one request, connection included.
     let timeout: Duration
     /// Retries after the first attempt of one request.
     let retries: Int
 
-    init(_ arguments: Arguments) throws(Arguments.UsageError) {
-        var timeout = NetworkTimeouts.defaultTimeout
-        if let text = arguments.values["timeout"] {
-            guard let seconds = Int(text), NetworkTimeouts.range.contains(seconds) else {
-                throw Arguments.UsageError(
-                    message: "--timeout needs seconds in \(NetworkTimeouts.range.lowerBound)…"
-                        + "\(NetworkTimeouts.range.upperBound)")
-            }
-            timeout = .seconds(seconds)
-        }
-        var retries = NetworkRetryPolicy.defaultRetries
-        if let text = arguments.values["retries"] {
-            guard let count = Int(text), Self.retryRange.contains(count) else {
-                throw Arguments.UsageError(
-                    message: "--retries needs a count in \(Self.retryRange.lowerBound)…\(Self.retryRange.upperBound)")
-            }
-            retries = count
-        }
-        self.timeout = timeout
-        self.retries = retries
+    /// Reads the two options; their ranges were checked by the parser against ``specs``.
+    init(_ arguments: Arguments) {
+        timeout = arguments.integer("timeout").map { .seconds($0) } ?? NetworkTimeouts.defaultTimeout
+        retries = arguments.integer("retries").map { Int($0) } ?? NetworkRetryPolicy.defaultRetries
     }
 
     /// Attempts of one request, the first included.

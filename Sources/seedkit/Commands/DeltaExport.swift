@@ -38,7 +38,7 @@ enum DeltaExport {
             }
             token = value
         }
-        let network = try NetworkOptions(arguments)
+        let network = NetworkOptions(arguments)
         console.detail("source \(Console.displayURL(definition.baseURL)), \(definition.entities.count) entity type(s)"
             + (definition.bearerEnvironmentVariable.map { ", bearer credential from the variable \($0)" } ?? ""))
         do {

@@ -13,6 +13,31 @@ import SystemKit
 /// SIGTERM stopped it (`interrupted; nothing published`). `seedkit pipeline clean FILE` removes the scratch
 /// directories of dead runs.
 enum PipelineCommand {
+    static let runSpec = CommandSpec(
+        "pipeline run", "export, verify, pack, install, rehearse and publish a seed",
+        positionals: [PositionalSpec(placeholder: "FILE", help: "the pipeline file (docs/pipelines.md)")],
+        options: [
+            .flag("dry-run", "check the file and the source, change nothing"),
+            .force("publish even when the publication is up to date"),
+            .value("wait", "SECONDS", .integer(0...86_400),
+                   "when another run holds the publish directory, wait this long instead of failing with locked"),
+            overrides,
+            .json("JSON Lines events on standard output"),
+        ] + NetworkOptions.specs)
+    static let validateSpec = CommandSpec(
+        "pipeline validate", "check a pipeline file without running anything",
+        positionals: [PositionalSpec(placeholder: "FILE", help: "the pipeline file (docs/pipelines.md)")],
+        options: [overrides, .json("one JSON object: the file's name, source kind, steps and publish directory")])
+    /// `--set KEY.PATH=VALUE`, which `pipeline run` and `pipeline validate` take alike.
+    static let overrides = OptionSpec.value(
+        "set", "KEY.PATH=VALUE", .text,
+        "override one member of the file (after SEEDKIT_PIPELINE_… variables); unknown members are refused",
+        repeatable: true)
+    static let cleanSpec = CommandSpec(
+        "pipeline clean", "remove the scratch directories of killed runs",
+        positionals: [PositionalSpec(placeholder: "FILE", help: "the pipeline file whose publish directory to clean")],
+        options: [.json("JSON Lines events on standard output")])
+
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         switch words.first {
         case "run": return try runPipeline(Array(words.dropFirst()))
@@ -26,18 +51,11 @@ enum PipelineCommand {
     }
 
     private static func runPipeline(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(
-            words, flags: ["json", "dry-run", "force"], valued: Set(["wait", "set"]).union(NetworkOptions.names))
+        let arguments = try Arguments(words, spec: runSpec)
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
-        var wait: Duration?
-        if let text = arguments.values["wait"] {
-            guard let seconds = Int(text), (0...86_400).contains(seconds) else {
-                throw Arguments.UsageError(message: "--wait needs seconds in 0…86400")
-            }
-            wait = .seconds(seconds)
-        }
+        let wait = arguments.integer("wait").map { Duration.seconds($0) }
         let flags = arguments.flags
-        let network = try NetworkOptions(arguments)
+        let network = NetworkOptions(arguments)
         let output = PipelineOutput(json: flags.contains("json"), console: arguments.console("pipeline"))
         guard let definition = load(arguments.positionals[0], sets: arguments.allValues["set"], output: output) else {
             return .invalidInput
@@ -88,7 +106,7 @@ enum PipelineCommand {
 
     /// `pipeline clean FILE`: removes the scratch directories of dead runs beside the publish directory.
     private static func clean(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(words, flags: ["json"])
+        let arguments = try Arguments(words, spec: cleanSpec)
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         let console = arguments.console("pipeline")
         let output = PipelineOutput(json: arguments.flags.contains("json"), console: console)
@@ -116,7 +134,7 @@ enum PipelineCommand {
     /// `pipeline validate FILE`: the file (with its overrides) checked as a run would load it, without reaching the
     /// source or writing anything.
     private static func validate(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(words, flags: ["json"], valued: ["set"])
+        let arguments = try Arguments(words, spec: validateSpec)
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         let console = arguments.console("pipeline")
         let output = PipelineOutput(json: arguments.flags.contains("json"), console: console)

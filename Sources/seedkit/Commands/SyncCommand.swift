@@ -15,10 +15,16 @@ import SynchroProtocol
 /// `--client-id`, else a new UUID. The bearer secret comes from the variable `--token-env` names, the file
 /// `--token-file` names, or `SEEDKIT_TOKEN` — never from the command line (``SecretInput``); it is never printed.
 enum SyncCommand {
+    static let spec = CommandSpec(
+        "sync", "one headless sync cycle of a client store",
+        options: SyncSession.options + [
+            .flag("until-current", "run cycles until nothing is left to push and every scope is verified (at most 10)"),
+            .flag("schema-reset", "the explicit recovery of an unsupported schema by an upgraded client"),
+            .flag("retry-after-error", "clear a stored blocking error whose recovery is retry, then sync"),
+        ])
+
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(
-            words, flags: SyncSession.flags.union(["until-current", "schema-reset", "retry-after-error"]),
-            valued: SyncSession.options)
+        let arguments = try Arguments(words, spec: spec)
         let options = try SyncSession.Options(arguments, command: "sync")
         return SyncSession.run(options, createStore: true) { cycle, output throws(SyncCycleError) in
             if arguments.flags.contains("retry-after-error") {
@@ -42,7 +48,7 @@ enum SyncCommand {
     /// The bearer secret: from the variable `--token-env` names, the file `--token-file` names, else
     /// `SEEDKIT_TOKEN`.
     static func credential(_ arguments: Arguments) throws(Arguments.UsageError) -> SecretInput {
-        guard let secret = try SecretInput.read(arguments, option: "token", defaultVariable: "SEEDKIT_TOKEN") else {
+        guard let secret = try SecretInput.read(arguments, option: "token") else {
             throw Arguments.UsageError(
                 message: "a credential is needed: --token-env VAR, --token-file FILE or the variable SEEDKIT_TOKEN",
                 rule: "credential_missing")
@@ -53,12 +59,19 @@ enum SyncCommand {
 
 /// What `sync` and `rebuild` share: the options, the store, the transport and the cycle.
 enum SyncSession {
-    /// The valued options both commands accept.
-    static let options = Set([
-        "server", "db", "token-env", "token-file", "client-id", "app-version", "page-limit",
-    ]).union(NetworkOptions.names)
-    /// The flags both commands accept.
-    static let flags: Set<String> = ["json", "require-tls"]
+    /// The options both commands accept.
+    static let options: [OptionSpec] = [
+        .value("server", "URL", .text, "the server's base URL, http:// or https://", required: true),
+        .value("db", "FILE", .path, "the client store; sync creates it when missing", required: true),
+        .secretVariable("token", "the variable holding the bearer credential", default: "SEEDKIT_TOKEN"),
+        .secretFile("token", "the file holding the bearer credential (one line), instead of a variable"),
+        .value("client-id", "ID", .text, "the client ID of a fresh store; a store keeps the one it bound",
+               default: "a new UUID"),
+        .value("app-version", "V", .version, "app_version and X-App-Version", default: "1.0.0"),
+        .value("page-limit", "N", .integer(1...1000), "limit of pull pages and new rebuild attempts", default: "100"),
+        .flag("require-tls", "refuse an http:// server that is not on this machine"),
+        .json("JSON Lines events on standard output instead of progress lines"),
+    ] + NetworkOptions.specs
 
     /// The parsed common options.
     struct Options {
@@ -80,9 +93,7 @@ enum SyncSession {
             guard arguments.positionals.isEmpty else {
                 throw Arguments.UsageError(message: "\(command) takes no positional arguments")
             }
-            guard let server = arguments.values["server"] else {
-                throw Arguments.UsageError(message: "\(command) needs --server URL")
-            }
+            let server = arguments.values["server"] ?? ""
             guard server.hasPrefix("http://") || server.hasPrefix("https://") else {
                 throw Arguments.UsageError(message: "--server needs an http:// or https:// URL")
             }
@@ -97,21 +108,11 @@ enum SyncSession {
             let secret = try SyncCommand.credential(arguments)
             token = secret.value
             credentialSource = secret.source
-            appVersion = arguments.values["app-version"] ?? "1.0.0"
-            guard SemanticVersion(appVersion) != nil else {
-                throw Arguments.UsageError(message: "--app-version needs a SemVer version")
-            }
-            var pageLimit: Int64 = 100
-            if let text = arguments.values["page-limit"] {
-                guard let limit = Int64(text), (1...1000).contains(limit) else {
-                    throw Arguments.UsageError(message: "--page-limit needs a count in 1…1000")
-                }
-                pageLimit = limit
-            }
-            network = try NetworkOptions(arguments)
+            appVersion = arguments.value("app-version") ?? ""
             self.server = server
             self.path = path
-            self.pageLimit = pageLimit
+            pageLimit = arguments.integer("page-limit") ?? 0
+            network = NetworkOptions(arguments)
             clientID = arguments.values["client-id"]
             json = arguments.flags.contains("json")
             console = arguments.console(command)
