@@ -70,7 +70,7 @@ struct CompletionTests {
         #expect(try complete("p") == ["pack", "pipeline"])
         #expect(try complete("--v") == ["--version"])
         #expect(try complete("export", "--pa") == ["--page-limit"])
-        #expect(try complete("pipeline", "") == ["run", "clean"])
+        #expect(try complete("pipeline", "") == ["run", "validate", "clean"])
         #expect(try complete("pipeline", "run", "--d") == ["--dry-run"])
         #expect(try complete("digest", "push", "--u") == ["--user"])
         #expect(try complete("completion", "") == ["bash", "zsh", "fish"])
@@ -117,7 +117,7 @@ struct CompletionTests {
         }
         #expect(try complete("seedkit exp") == ["export"])
         #expect(try complete("seedkit export --pa") == ["--page-limit"])
-        #expect(Set(try complete("seedkit pipeline ")) == ["run", "clean"])
+        #expect(Set(try complete("seedkit pipeline ")) == ["run", "validate", "clean"])
         #expect(try complete("seedkit pipeline run --d") == ["--dry-run"])
     }
 

@@ -11,7 +11,8 @@ struct SecretArgumentTests {
     static let commands: [[String]] = [
         ["conformance", "vectors"], ["digest", "manifest"], ["digest", "row"], ["digest", "scope"], ["digest", "push"],
         ["serve"], ["sync"], ["validate"], ["rebuild"], ["sql"], ["inspect"], ["pack"], ["unpack"], ["export"],
-        ["verify"], ["install"], ["pipeline", "run"], ["pipeline", "clean"], ["rehearse"], ["keygen"], ["sign"],
+        ["verify"], ["install"], ["pipeline", "run"], ["pipeline", "validate"], ["pipeline", "clean"],
+        ["rehearse"], ["keygen"], ["sign"],
         ["completion"],
     ]
 
