@@ -42,6 +42,10 @@ enum CommandDispatcher {
           rehearse SEED.db[.zst] --server URL --token-env VAR [--page-limit N] [--app-version V]
                  [--rebuild-compare] [--trusted-key PUB ...] [--json]
                                               a seed's first sync on a copy installed as a device would
+          rehearse DELTA-SEED.db[.zst] --source delta:FILE.json [--json]
+                                              a delta seed warmed from its checkpoints, compared with a full pull
+          warm --source delta:FILE.json --db APP.db [--json]
+                                              bring a database installed from a delta seed current
           help [COMMAND]                      this text, or one command's synopsis and options
           --version                           the version (as recorded in evidence files)
           COMMAND --help                      the same for COMMAND
@@ -82,6 +86,7 @@ enum CommandDispatcher {
             case "install": return try InstallCommand.run(rest)
             case "pipeline": return try PipelineCommand.run(rest)
             case "rehearse": return try RehearseCommand.run(rest)
+            case "warm": return try WarmCommand.run(rest)
             case "--version", "version":
                 // The version recorded in every evidence file, so a CI log ties a seed to the binary that built it.
                 Terminal.out("seedkit \(SeedArtifacts.toolVersion)\n")
@@ -113,7 +118,7 @@ enum CommandDispatcher {
     /// Every command name, for "did you mean".
     static let commands = [
         "conformance", "digest", "serve", "sync", "validate", "rebuild", "sql", "inspect", "pack", "unpack", "export",
-        "verify", "install", "pipeline", "rehearse", "help",
+        "verify", "install", "pipeline", "rehearse", "warm", "help",
     ]
 
     /// Commands whose first word names a subcommand, and the one whose options `help` shows.

@@ -159,7 +159,7 @@ enum ExportCommand {
     }
 
     /// `--wait SECONDS`: how long to wait for another export holding the destination.
-    private static func lockWait(_ arguments: Arguments) throws(Arguments.UsageError) -> Duration? {
+    static func lockWait(_ arguments: Arguments) throws(Arguments.UsageError) -> Duration? {
         guard let text = arguments.values["wait"] else { return nil }
         guard let seconds = Int(text), (0...86_400).contains(seconds) else {
             throw Arguments.UsageError(message: "--wait needs seconds in 0…86400")

@@ -9,6 +9,8 @@ import SynchroProtocol
 /// verified (and matched a fresh rebuild with `--rebuild-compare`), 1 when not, 2 for usage or an unusable file.
 enum RehearseCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
+        // A delta seed is rehearsed against the API its definition describes (`--source delta:FILE.json`).
+        if words.contains("--source") { return try DeltaCommands.rehearse(words) }
         let arguments = try Arguments(
             words, flags: ["rebuild-compare", "json"],
             valued: ["server", "token-env", "token-file", "page-limit", "app-version", SignatureGate.option])
