@@ -87,8 +87,8 @@ let package = Package(
         .testTarget(
             name: "SeedSourcesTests",
             dependencies: [
-                "SeedSources", "SeedArtifacts", "PostgresKit", "SynchroProtocol", "SynchroHTTP", "SQLiteKit",
-                "_SeedkitTestSupport",
+                "SeedSources", "SeedArtifacts", "PostgresKit", "SynchroProtocol", "SynchroHTTP", "SynchroServer",
+                "SQLiteKit", "_SeedkitTestSupport",
             ]),
         .testTarget(
             name: "SeedPipelineTests",
