@@ -133,3 +133,43 @@ import _SeedkitTestSupport
         #expect(!differs.stdoutText.contains("Behind the revision"))
     }
 }
+
+/// `seedkit serve --protocol delta` as a user runs it: its address first, a delta export against it that verifies,
+/// the admin fault route, and exit 0 on SIGTERM.
+@Suite struct DeltaServeCommandTests {
+    @Test func serveProtocolDeltaAnswersAnExportAndStops() throws {
+        let directory = try TemporaryDirectory(prefix: "seedkit-delta-serve")
+        let process = Process()
+        process.executableURL = SeedkitProcess.executable
+        process.arguments = ["serve", "--protocol", "delta", "--entities", "rows", "--rows", "2500",
+                             "--store", directory.path("store.db"), "--listen", "127.0.0.1:0", "--token-env", "SERVE_T"]
+        process.environment = ["SERVE_T": "serve-token"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = Pipe()
+        try process.run()
+        defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+        let line = ServeCommandTests.firstLine(of: output)
+        #expect(line.hasPrefix("listening on http://127.0.0.1:"))
+        let base = String(line.dropFirst("listening on ".count))
+        let definition = try directory.write("source.json", Array("""
+            {"format": "seedkit-delta-source/1", "base_url": "\(base)", "auth": {"bearer_env": "SERVE_T"},
+             "entities": [{"name": "rows", "table": "rows", "primary_key": "id",
+               "columns": [{"name": "id", "type": "string"}, {"name": "title", "type": "string"},
+                           {"name": "words", "type": "int64"}],
+               "paging": {"shape": "changes", "path": "/v1/sync/rows", "limit": 1000}}]}
+            """.utf8))
+        let environment = ["SERVE_T": "serve-token"]
+        let exported = try SeedkitProcess.run(
+            ["export", "--source", "delta:" + definition, "--out", directory.path("seed.db"), "--json"],
+            environment: environment)
+        #expect(exported.status == 0, "\(exported.stderrText)")
+        let entity = try StrictJSONParser().parse(exported.stdout).objectValue?["entities"]?.arrayValue?.first?.objectValue
+        #expect(entity?["rows"]?.numberValue?.exactInt64 == 2500)
+        #expect(entity?["pages"]?.numberValue?.exactInt64 == 3)
+        #expect(try SeedkitProcess.run(["verify", directory.path("seed.db")]).status == 0)
+        process.terminate()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+    }
+}

@@ -13,6 +13,8 @@ enum CommandDispatcher {
           digest push [FILE] --user ID        fingerprints and push-limit measures
           serve --dataset DIR [--token-file FILE] [options]
                                               run the reference protocol 3 server
+          serve --protocol delta --entities A,B [--store FILE] [--listen HOST:PORT] [--token-env VAR] [--rows N]
+                                              run the reference delta-sync server (seeds 003 and 004)
           sync --server URL --db FILE [--token-env VAR] [--until-current] [--schema-reset] [options]
                                               one headless sync cycle of a client store
           validate --db FILE [--server URL --token-env VAR] [--json]

@@ -11,6 +11,8 @@ import SystemKit
 /// operator token from `SEEDKIT_OPERATOR_TOKEN`, `--operator-token-env VAR` or `--operator-token-file FILE`.
 enum ServeCommand {
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
+        // `--protocol delta`: the reference delta-sync server instead (``DeltaServeCommand``).
+        if words.contains("--protocol") { return try DeltaServeCommand.run(words) }
         let arguments = try Arguments(
             words, valued: [
                 "dataset", "rows", "listen", "db", "store", "token-file", "operator-token-env", "operator-token-file",
@@ -153,7 +155,7 @@ enum ServeCommand {
         }
     }
 
-    private static func listenAddress(_ text: String) throws(Arguments.UsageError) -> (String, UInt16) {
+    static func listenAddress(_ text: String) throws(Arguments.UsageError) -> (String, UInt16) {
         guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
             throw Arguments.UsageError(message: "--listen needs HOST:PORT (port 0 picks a free port)")
         }
