@@ -15,7 +15,7 @@ enum DeltaPages {
             return .jsonError(status: 400, code: "invalid_request", message: "since and limit", retryable: false)
         }
         let limit = min(requested, 2000)
-        let (rows, horizon) = try store.rows(entity: entity, since: since, limit: limit + 1)
+        let (rows, horizon) = try store.storedRows(entity: entity, since: since, limit: limit + 1)
         if fault == .reset || (since > 0 && since < horizon) {
             return json(.object(JSONObject([
                 JSONMember("changes", .array([])), JSONMember("reset", .bool(true)),
@@ -23,24 +23,19 @@ enum DeltaPages {
             ])))
         }
         let page = rows.prefix(limit)
-        var changes: [JSONValue] = page.map { row in
+        // Each change as RFC 8785 text with the stored (canonical) entity spliced in unparsed: members in code-point
+        // order `entity`/`id`, `op`, `rev`.
+        var changes: [String] = page.map { row in
             row.deleted
-                ? .object(JSONObject([
-                    JSONMember("op", .string("delete")), JSONMember("rev", .number(JSONNumber(row.rev))),
-                    JSONMember("id", .string(row.id)),
-                ]))
-                : .object(JSONObject([
-                    JSONMember("op", .string("upsert")), JSONMember("rev", .number(JSONNumber(row.rev))),
-                    JSONMember("entity", .object(row.data)),
-                ]))
+                ? "{\"id\":\((try? CanonicalJSON.string(.string(row.id))) ?? "\"\""),\"op\":\"delete\",\"rev\":\(row.rev)}"
+                : "{\"entity\":\(row.data),\"op\":\"upsert\",\"rev\":\(row.rev)}"
         }
         if fault == .repeatedRev, changes.count > 1 { changes[1] = changes[0] }
         if fault == .descendingRev { changes.reverse() }
-        return json(.object(JSONObject([
-            JSONMember("changes", .array(changes)), JSONMember("has_more", .bool(rows.count > limit)),
-            JSONMember("next_cursor", .string(String(page.last?.rev ?? since))),
-            JSONMember("server_time", .string(serverTime())),
-        ])))
+        var body = "{\"changes\":[" + changes.joined(separator: ",") + "],\"has_more\":"
+        body += (rows.count > limit ? "true" : "false") + ",\"next_cursor\":\"\(page.last?.rev ?? since)\","
+        body += "\"server_time\":\"\(serverTime())\"}"
+        return .json(body: Array(body.utf8))
     }
 
     /// `GET /v1/list/{entity}?updatedAfter=T&limit=N`, or OData's `$filter=updatedAt gt T&$top=N` (seed 004): a

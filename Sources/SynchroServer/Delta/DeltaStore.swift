@@ -94,6 +94,28 @@ public final class DeltaStore: Sendable {
         }
     }
 
+    /// As ``rows(entity:since:limit:)`` with each row's data as its stored RFC 8785 text, unparsed: the pull page
+    /// splices it in as it is (the store only ever holds canonical JSON objects).
+    public func storedRows(
+        entity: String, since: Int64, limit: Int
+    ) throws -> (rows: [(id: String, rev: Int64, deleted: Bool, data: String)], horizon: Int64) {
+        try connection.withLock { connection in
+            let horizon = try connection.scalar(
+                "SELECT horizon FROM delta_entities WHERE entity = ?", [.text(entity)])?.integerValue ?? 0
+            let statement = try connection.cachedStatement(
+                "SELECT id, rev, deleted, data FROM delta_rows WHERE entity = ? AND rev > ? ORDER BY rev LIMIT ?")
+            var rows: [(id: String, rev: Int64, deleted: Bool, data: String)] = []
+            rows.reserveCapacity(limit)
+            try statement.bind([.text(entity), .integer(since), .integer(Int64(limit))])
+            defer { statement.reset() }
+            while try statement.step() {
+                rows.append((try statement.text(at: 0), statement.int64(at: 1), statement.int64(at: 2) != 0,
+                             try statement.text(at: 3)))
+            }
+            return (rows, horizon)
+        }
+    }
+
     /// The current row of `id`, if any (deleted or not).
     public func row(entity: String, id: String) throws -> Row? {
         try connection.withLock { connection in
