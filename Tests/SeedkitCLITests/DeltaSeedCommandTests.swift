@@ -132,6 +132,30 @@ import _SeedkitTestSupport
         #expect(differs.stdoutText.contains("DIFF values_differ (entity articles, key \"a6\")"), "\(differs.stdoutText)")
         #expect(!differs.stdoutText.contains("Behind the revision"))
     }
+
+    /// A kill after the install's verification leaves nothing at the destination; a kill in the middle of a warm
+    /// keeps its applied pages, and the next warm ends where an uninterrupted one would.
+    @Test func killsDuringInstallAndWarmLeaveACommittedState() throws {
+        #expect(try run(arguments).status == 0)
+        let app = directory.path("app.db")
+        let killed = try run(["install", directory.path("seed.db"), "--to", app], ["SEEDKIT_CRASH_AT": "install.verified"])
+        #expect(killed.status == SIGKILL)
+        #expect(!FileManager.default.fileExists(atPath: app))
+        #expect(try run(["install", directory.path("seed.db"), "--to", app]).status == 0)
+
+        for index in 20...29 { server.upsertArticle("a\(index)", title: "Later \(index)") }
+        let warmWords = ["warm", "--source", "delta:" + definition, "--db", app]
+        let cut = try run(warmWords, ["SEEDKIT_CRASH_AT": "warm.page:2"])
+        #expect(cut.status == SIGKILL)
+        let connection = try Connection(path: app, mode: .readOnly)
+        #expect(try connection.scalar("SELECT count(*) FROM articles")?.integerValue == 14)
+        connection.close()
+        #expect(try run(warmWords).status == 0)
+        #expect(try run(["verify", app]).status == 0)
+        let done = try Connection(path: app, mode: .readOnly)
+        #expect(try done.scalar("SELECT count(*) FROM articles")?.integerValue == 18)
+        done.close()
+    }
 }
 
 /// `seedkit serve --protocol delta` as a user runs it: its address first, a delta export against it that verifies,
