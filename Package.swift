@@ -87,7 +87,8 @@ let package = Package(
         .testTarget(
             name: "SeedSourcesTests",
             dependencies: [
-                "SeedSources", "SeedArtifacts", "PostgresKit", "SynchroProtocol", "SQLiteKit", "_SeedkitTestSupport",
+                "SeedSources", "SeedArtifacts", "PostgresKit", "SynchroProtocol", "SynchroHTTP", "SynchroServer",
+                "SQLiteKit", "_SeedkitTestSupport",
             ]),
         .testTarget(
             name: "SeedPipelineTests",

@@ -16,6 +16,7 @@ enum BenchmarkRegistry {
         .seedArtifacts,
         .seedPatch,
         .postgresExport,
+        .deltaExport,
         .clientSync,
         .memoryPeak,
     ]

@@ -13,7 +13,7 @@ struct SecretArgumentTests {
         ["serve"], ["sync"], ["validate"], ["rebuild"], ["sql"], ["inspect"], ["pack"], ["unpack"], ["export"],
         ["verify"], ["install"], ["pipeline", "run"], ["pipeline", "validate"], ["pipeline", "clean"],
         ["rehearse"], ["keygen"], ["sign"],
-        ["completion"],
+        ["completion"], ["warm"],
     ]
 
     /// An option whose name says it carries a credential. `--trusted-key` names a public key, which is no secret.

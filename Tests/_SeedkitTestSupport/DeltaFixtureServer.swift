@@ -89,6 +89,16 @@ public final class DeltaFixtureServer: @unchecked Sendable {
         }
     }
 
+    /// Changes article `id`'s title without a new revision: a server bug (a write that bypasses `rev`), which a pull
+    /// from a checkpoint cannot see and a pull from zero can — what a rehearsal exists to catch.
+    public func rewriteArticleWithoutRevision(_ id: String, title: String) {
+        state.withLock { state in
+            guard var row = state.articles[id] else { return }
+            row.data = JSONObject(row.data.members.map { $0.key == "title" ? JSONMember("title", .string(title)) : $0 })
+            state.articles[id] = row
+        }
+    }
+
     /// Soft-deletes article `id` under a new revision.
     public func deleteArticle(_ id: String) {
         state.withLock { state in

@@ -13,6 +13,9 @@ package struct SeedExportPublication {
 
     let output: String
     let overwrite: Bool
+    /// Reads the artifact name out of an evidence object of another export kind (a delta seed's evidence), nil
+    /// when the object is not one; the Synchro shape is always recognised.
+    let evidenceArtifactName: @Sendable (JSONObject) -> String?
 
     /// `<output>.evidence.json`.
     package var evidencePath: String { Self.evidencePath(for: output) }
@@ -22,10 +25,13 @@ package struct SeedExportPublication {
 
     /// Checks the destination — a usable path, no sidecar, no existing file unless overwriting — and creates its
     /// directory.
-    package init(output: String, overwrite: Bool) throws(SeedExportError) {
+    package init(
+        output: String, overwrite: Bool, evidenceArtifactName: @escaping @Sendable (JSONObject) -> String? = { _ in nil }
+    ) throws(SeedExportError) {
         guard !output.isEmpty, !output.hasSuffix("/") else { throw .output(rule: "invalid_output_path", path: output) }
         self.output = output
         self.overwrite = overwrite
+        self.evidenceArtifactName = evidenceArtifactName
         let directory = URL(fileURLWithPath: output).deletingLastPathComponent().path
         do {
             try FileSystem.makeDirectory(directory, intermediate: true)
@@ -81,7 +87,8 @@ package struct SeedExportPublication {
     }
 
     /// Whether the file at the evidence path is evidence an export of this output wrote and whose seed was never
-    /// published (the output does not exist): a seedkit evidence object naming the output's file as its artifact.
+    /// published (the output does not exist): a seedkit evidence object (Synchro's, or the shape
+    /// `evidenceArtifactName` reads) naming the output's file as its artifact.
     /// Anything else there is someone else's file, replaced only with `--force` (issue #19).
     private func isOrphanEvidence() -> Bool {
         guard !FileSystem.exists(output),
@@ -90,11 +97,15 @@ package struct SeedExportPublication {
         else { return false }
         try? handle.close()
         guard data.count <= Self.maximumEvidenceBytes,
-              let evidence = (try? StrictJSONParser().parse(Array(data)))?.objectValue,
-              evidence["seedkit_version"]?.stringValue != nil,
-              let artifact = evidence["artifacts"]?.arrayValue?.first?.objectValue
+              let evidence = (try? StrictJSONParser().parse(Array(data)))?.objectValue
         else { return false }
-        return artifact["name"]?.stringValue == URL(fileURLWithPath: output).lastPathComponent
+        let name: String?
+        if evidence["seedkit_version"]?.stringValue != nil {
+            name = evidence["artifacts"]?.arrayValue?.first?.objectValue?["name"]?.stringValue
+        } else {
+            name = evidenceArtifactName(evidence)
+        }
+        return name != nil && name == URL(fileURLWithPath: output).lastPathComponent
     }
 
     /// Evidence is a few kilobytes (one entry per scope); a larger file at its path is not one.

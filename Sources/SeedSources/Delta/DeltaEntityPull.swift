@@ -1,5 +1,6 @@
 import SQLiteKit
 import SynchroProtocol
+import SystemKit
 
 /// Pulls one entity type to its end into the seed being written, as seed 003 §8 and seed 004's session loop
 /// describe a client doing it: each page applied in one transaction together with the checkpoint it advances to,
@@ -9,6 +10,9 @@ struct DeltaEntityPull {
     let entity: DeltaSourceDefinition.Entity
     let connection: Connection
     let fetcher: DeltaPageFetcher
+    /// The crash-test boundary reached after each committed page (`<boundary>.page`, ``CrashPoint``): `export`
+    /// for an export, `warm` when bringing an installed database current.
+    var boundary = "export"
 
     /// What the pull did, for the report and the evidence.
     struct Outcome: Sendable {
@@ -18,13 +22,16 @@ struct DeltaEntityPull {
         var resets = 0
     }
 
-    func run(events: (DeltaExportEvent) -> Void) throws(DeltaSourceError) -> Outcome {
+    /// Pulls from zero (`start` nil: a new seed) or from a stored checkpoint (`start`: its cursor, server time and
+    /// counters; nothing is written before the first page, so the checkpoint stays where it was until a page is
+    /// durably applied).
+    func run(from start: Outcome? = nil, events: (DeltaExportEvent) -> Void) throws(DeltaSourceError) -> Outcome {
         switch entity.paging {
         case .changes(let path, let limit, let maxResets):
-            return try pullChanges(path: path, limit: limit, maxResets: maxResets, events: events)
+            return try pullChanges(path: path, limit: limit, maxResets: maxResets, start: start, events: events)
         case .list(let base, let template, let cursorField, let deletedField, let size, _, let initial):
-            var outcome = Outcome(cursor: initial)
-            try write(cursor: initial, serverTime: nil, outcome: outcome, changes: [], page: 0)
+            var outcome = start ?? Outcome(cursor: initial)
+            if start == nil { try write(cursor: initial, serverTime: nil, outcome: outcome, changes: [], page: 0) }
             while true {
                 let query = template.render(since: outcome.cursor, limit: size, cursorField: cursorField)
                 let json = try fetcher.get(path: base, query: query, extraHeaders: entity.headers)
@@ -41,18 +48,26 @@ struct DeltaEntityPull {
                 try write(
                     cursor: page.cursor, serverTime: nil, outcome: outcome, changes: page.changes, page: outcome.pages)
                 events(.page(entity: entity.name, changes: page.changes.count))
+                CrashPoint.reached("\(boundary).page")
                 if !page.hasMore { return outcome }
             }
         }
     }
 
     private func pullChanges(
-        path: String, limit: Int, maxResets: Int, events: (DeltaExportEvent) -> Void
+        path: String, limit: Int, maxResets: Int, start: Outcome?, events: (DeltaExportEvent) -> Void
     ) throws(DeltaSourceError) -> Outcome {
-        var outcome = Outcome(cursor: "0")
+        var outcome = start ?? Outcome(cursor: "0")
         var since: Int64 = 0
+        if let start {
+            guard let cursor = Int64(start.cursor), cursor >= 0 else {
+                throw .page(entity: entity.name, page: 0, rule: "checkpoint_not_a_revision")
+            }
+            since = cursor
+        } else {
+            try write(cursor: "0", serverTime: nil, outcome: outcome, changes: [], page: 0)
+        }
         var pagesThisPass = 0
-        try write(cursor: "0", serverTime: nil, outcome: outcome, changes: [], page: 0)
         while true {
             let json = try fetcher.get(path: path, query: "since=\(since)&limit=\(limit)", extraHeaders: entity.headers)
             let page: DeltaPage
@@ -83,6 +98,7 @@ struct DeltaEntityPull {
                 cursor: page.cursor, serverTime: outcome.serverTime, outcome: outcome, changes: page.changes,
                 page: pagesThisPass)
             events(.page(entity: entity.name, changes: page.changes.count))
+            CrashPoint.reached("\(boundary).page")
             if !page.hasMore { return outcome }
         }
     }

@@ -57,7 +57,8 @@ public enum DeltaExporter {
         let publication: SeedExportPublication
         let seed: DurableFile
         do {
-            publication = try SeedExportPublication(output: output, overwrite: options.overwrite)
+            publication = try SeedExportPublication(
+                output: output, overwrite: options.overwrite, evidenceArtifactName: Self.evidenceArtifactName)
             seed = try publication.seedFile()
         } catch {
             throw .output(error)
@@ -75,10 +76,12 @@ public enum DeltaExporter {
         let entities = try write(definition: definition, fetcher: fetcher, to: path, events: events)
         let failures = DeltaSeedLayout.verify(path: path)
         guard failures.isEmpty else { throw .verification(checks: failures) }
+        CrashPoint.reached("export.verified")
         let digest: (hex: String, bytes: Int64)
         do {
             try seed.sync()
             digest = try FileDigest.sha256(path: path)
+            CrashPoint.reached("export.published")
         } catch let error as SeedExportError {
             throw .output(error)
         } catch {
@@ -91,14 +94,17 @@ public enum DeltaExporter {
             milliseconds: elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
         do {
             try publication.publishEvidence(try evidence(report, name: URL(fileURLWithPath: output).lastPathComponent))
+            CrashPoint.reached("export.evidence_published")
             try publication.publishSeed(seed)
+            CrashPoint.reached("export.seed_published")
         } catch {
             throw .output(error)
         }
         return report
     }
 
-    private static func write(
+    /// Creates the layout at `path` and pulls every entity type from zero (the export, and a rehearsal's full pull).
+    static func write(
         definition: DeltaSourceDefinition, fetcher: DeltaPageFetcher, to path: String,
         events: (DeltaExportEvent) -> Void
     ) throws(DeltaSourceError) -> [DeltaExportReport.Entity] {
@@ -115,19 +121,7 @@ public enum DeltaExporter {
         for entity in definition.entities {
             let pull = DeltaEntityPull(entity: entity, connection: connection, fetcher: fetcher)
             let outcome = try pull.run(events: events)
-            let digest: (hex: String, rows: Int64)?
-            do {
-                digest = try DeltaSeedLayout.digest(
-                    connection, table: entity.table, key: entity.primaryKey, columns: entity.columns)
-                if let digest {
-                    try connection.run(
-                        "UPDATE _delta_checkpoints SET digest = ?, row_count = ? WHERE entity = ?",
-                        [.text(digest.hex), .integer(digest.rows), .text(entity.name)])
-                }
-            } catch {
-                throw .output(.storage("\(error)"))
-            }
-            guard let digest else { throw .verification(checks: ["value_type:\(entity.name)"]) }
+            let digest = try DeltaSeedLayout.seal(connection, entity: entity)
             var sessions: Int?
             if case .list(_, _, _, _, _, let cap, _) = entity.paging {
                 sessions = max(1, (outcome.pages + cap - 1) / cap)
@@ -138,6 +132,15 @@ public enum DeltaExporter {
             events(.entityDone(entity: entity.name, rows: digest.rows))
         }
         return entities
+    }
+
+    static let evidenceFormat = "seedkit-delta-evidence/1"
+
+    /// The artifact name a delta evidence object records (nil: not delta evidence), so that evidence left by a
+    /// delta export killed before its seed's publication is recognised as an orphan and replaced without `--force`.
+    @Sendable static func evidenceArtifactName(_ evidence: JSONObject) -> String? {
+        guard evidence["format"]?.stringValue == evidenceFormat else { return nil }
+        return evidence["artifact"]?.objectValue?["name"]?.stringValue
     }
 
     /// `<out>.evidence.json`: the seed's name, size and SHA-256, and per entity its table, rows, digest, pages,
@@ -161,7 +164,7 @@ public enum DeltaExporter {
                 JSONMember("sha256", .string(report.sha256)),
             ]))),
             JSONMember("entities", .array(entities)),
-            JSONMember("format", .string("seedkit-delta-evidence/1")),
+            JSONMember("format", .string(evidenceFormat)),
             JSONMember("milliseconds", .number(JSONNumber(report.milliseconds))),
         ]))
         do {
@@ -173,15 +176,23 @@ public enum DeltaExporter {
 }
 
 extension DeltaExporter {
-    /// The checks `verify` applies to a delta seed (``DeltaSeedLayout``): empty when the seed is sound.
+    /// The checks `verify` applies to a delta seed (``DeltaSeedLayout``): empty when the seed is sound. A packed
+    /// seed (`.zst`) is unpacked into a temporary file first (bounded and checksum-verified, as for Synchro seeds).
     public static func verify(path: String) -> [String] {
-        DeltaSeedLayout.verify(path: path)
+        guard SeedPacker.isZstdFrame(path: path) else { return DeltaSeedLayout.verify(path: path) }
+        let target = NSTemporaryDirectory() + "/.seedkit-unpacked-\(UUID().uuidString.lowercased()).db"
+        defer { for suffix in ["", "-journal"] { try? FileManager.default.removeItem(atPath: target + suffix) } }
+        do throws(PackError) {
+            _ = try SeedPacker.unpack(path, to: target, options: UnpackOptions(requireSQLiteDatabase: true))
+        } catch {
+            return ["unpack_failed"]
+        }
+        return DeltaSeedLayout.verify(path: target)
     }
 
-    /// Whether the SQLite file at `path` is a delta seed (has the `_delta_seed` table), not a Synchro seed.
+    /// Whether the file at `path` — a SQLite database, or a packed one — is a delta seed (has the `_delta_seed`
+    /// table), not a Synchro seed.
     public static func isDeltaSeed(path: String) -> Bool {
-        guard let connection = try? Connection(path: path, mode: .readOnly) else { return false }
-        defer { connection.close() }
-        return (try? connection.tableExists("_delta_seed")) ?? false
+        DeltaSeedProbe.isDeltaSeed(path: path)
     }
 }

@@ -22,6 +22,8 @@ struct DeltaPageFetcher {
         let url = baseURL + path
         var attempt = 0
         while true {
+            // SIGINT/SIGTERM (or a caller's cancellation) ends the run before its next request, never mid-page.
+            if options.isInterrupted() { throw .output(.interrupted) }
             let response: TransportResponse
             do {
                 response = try transport.send(request)
@@ -63,6 +65,8 @@ public struct DeltaExportOptions: Sendable {
     public var defaultRetryDelay: Duration
     /// How a wait happens; tests record the delays instead of sleeping.
     public var sleep: @Sendable (Duration) -> Void
+    /// Asked before every request: true ends the run with `interrupted` (the CLI passes SIGINT/SIGTERM here).
+    public var isInterrupted: @Sendable () -> Bool
 
     public init(
         overwrite: Bool = false, maximumRetries: Int = 5, longestRetryAfter: Duration = .seconds(120),
@@ -70,8 +74,10 @@ public struct DeltaExportOptions: Sendable {
         sleep: @escaping @Sendable (Duration) -> Void = { delay in
             let parts = delay.components
             Thread.sleep(forTimeInterval: Double(parts.seconds) + Double(parts.attoseconds) / 1e18)
-        }
+        },
+        isInterrupted: @escaping @Sendable () -> Bool = { false }
     ) {
+        self.isInterrupted = isInterrupted
         self.overwrite = overwrite
         self.maximumRetries = maximumRetries
         self.longestRetryAfter = longestRetryAfter

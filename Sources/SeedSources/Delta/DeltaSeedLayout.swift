@@ -66,6 +66,26 @@ enum DeltaSeedLayout {
         return columns
     }
 
+    /// Recomputes `entity`'s digest and row count from its stored rows and records both in its checkpoint (an
+    /// export's last step per entity type, and a warm's).
+    static func seal(
+        _ connection: Connection, entity: DeltaSourceDefinition.Entity
+    ) throws(DeltaSourceError) -> (hex: String, rows: Int64) {
+        let digest: (hex: String, rows: Int64)?
+        do {
+            digest = try Self.digest(connection, table: entity.table, key: entity.primaryKey, columns: entity.columns)
+            if let digest {
+                try connection.run(
+                    "UPDATE _delta_checkpoints SET digest = ?, row_count = ? WHERE entity = ?",
+                    [.text(digest.hex), .integer(digest.rows), .text(entity.name)])
+            }
+        } catch {
+            throw .output(.storage("\(error)"))
+        }
+        guard let digest else { throw .verification(checks: ["value_type:\(entity.name)"]) }
+        return digest
+    }
+
     /// The digest of one table and its row count: SHA-256 over, in primary-key order, each row's RFC 8785 array of
     /// its column values (declared order, the JSON each stored value stands for) followed by a line feed; nil when
     /// a stored value does not fit its column.

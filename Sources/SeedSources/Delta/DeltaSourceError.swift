@@ -16,6 +16,9 @@ public enum DeltaSourceError: Error, Sendable, CustomStringConvertible {
     case output(SeedExportError)
     /// The written seed failed its own verification before publication.
     case verification(checks: [String])
+    /// The database a warm or rehearsal works on broke `rule` (not a delta seed, a layout that does not match the
+    /// definition, no checkpoint); `detail` names the entity type or file, never a value.
+    case database(rule: String, detail: String)
 
     /// The stable snake_case rule name.
     public var rule: String {
@@ -25,6 +28,7 @@ public enum DeltaSourceError: Error, Sendable, CustomStringConvertible {
         case .page(_, _, let rule): rule
         case .output(let error): error.rule
         case .verification: "verification_failed"
+        case .database(let rule, _): rule
         }
     }
 
@@ -35,6 +39,7 @@ public enum DeltaSourceError: Error, Sendable, CustomStringConvertible {
         case .page(let entity, let page, let rule): "entity \(entity), page \(page): \(rule)"
         case .output(let error): "\(error)"
         case .verification(let checks): "the written delta seed failed verification: \(checks.joined(separator: ", "))"
+        case .database(let rule, let detail): "\(detail): \(rule)"
         }
     }
 

@@ -7,7 +7,8 @@ enum CommandCatalog {
         ServeCommand.spec, SyncCommand.spec, ValidateCommand.spec, RebuildCommand.spec, SqlCommand.spec,
         InspectCommand.spec, PackCommand.spec, UnpackCommand.spec, ExportCommand.spec, VerifyCommand.spec,
         KeygenCommand.spec, SignCommand.spec, InstallCommand.spec, PipelineCommand.runSpec,
-        PipelineCommand.validateSpec, PipelineCommand.cleanSpec, RehearseCommand.spec, CompletionScript.spec,
+        PipelineCommand.validateSpec, PipelineCommand.cleanSpec, RehearseCommand.spec, WarmCommand.spec,
+        CompletionScript.spec,
         HelpCommand.spec,
     ]
 

@@ -34,6 +34,7 @@ enum CommandDispatcher {
             case "pipeline": return try PipelineCommand.run(rest)
             case "rehearse": return try RehearseCommand.run(rest)
             case "completion": return try CompletionScript.run(rest)
+            case "warm": return try WarmCommand.run(rest)
             case "--version", "version":
                 // The version recorded in every evidence file, so a CI log ties a seed to the binary that built it.
                 Terminal.out("seedkit \(SeedArtifacts.toolVersion)\n")

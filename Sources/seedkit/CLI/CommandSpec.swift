@@ -156,6 +156,13 @@ struct OptionSpec: Sendable {
         return option
     }
 
+    /// This option, required (a mode of a command that needs what the command's other mode does not).
+    func asRequired() -> OptionSpec {
+        var option = self
+        option.required = true
+        return option
+    }
+
     /// This option, supplied by the environment variable `variable` when absent.
     func supplied(by variable: String) -> OptionSpec {
         var option = self

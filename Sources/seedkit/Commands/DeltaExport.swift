@@ -1,11 +1,14 @@
 import Foundation
 import SeedSources
 import SynchroProtocol
+import SystemKit
 
 /// `seedkit export --source delta:FILE.json --out FILE` (docs/delta-sources.md): a warm-start seed from a
 /// delta-sync API described by a definition file. The bearer token is read from the variable the definition names
 /// (`auth.bearer_env`), never from the command line, and never printed; `--token-env`, `--scopes` and
-/// `--page-limit` belong to Synchro sources and are refused here.
+/// `--page-limit` belong to Synchro sources and are refused here. As for Synchro exports, one export writes a
+/// destination at a time (the advisory lock `.<out name>.lock`, `--wait SECONDS`) and SIGINT/SIGTERM end the run
+/// before its next request: exit 130, nothing published, the temporary seed removed.
 enum DeltaExport {
     static let prefix = "delta:"
 
@@ -17,15 +20,76 @@ enum DeltaExport {
         }
         let json = arguments.flags.contains("json")
         let console = arguments.console("export")
+        guard let (definition, token) = try loadDefinition(definitionPath, json: json) else { return .invalidInput }
+        let wait = try ExportCommand.lockWait(arguments)
+        Interruption.install()
+        let lock: AdvisoryLock
+        do {
+            try? FileSystem.makeDirectory(FileSystem.split(output).directory, intermediate: true)
+            lock = try AdvisoryLock(
+                path: ExportCommand.lockPath(output), wait: wait, shouldStop: { Interruption.requested })
+        } catch {
+            switch error {
+            case .held(_, let holder) where !Interruption.requested:
+                let holderText = holder.map { "process \($0)" } ?? "another export"
+                report(rule: "locked", message: "\(output) is locked by \(holderText) (locked): one export writes a "
+                    + "destination at a time; run again once it has finished, or pass --wait SECONDS", json: json)
+                return .locked
+            case .held:
+                report(rule: "interrupted", message: "interrupted; nothing published", json: json)
+                return .interrupted
+            case .unavailable(let failure):
+                report(rule: "io_failed", message: failure.description, json: json)
+                return .checkFailed
+            }
+        }
+        defer { withExtendedLifetime(lock) {} }
+        console.detail("source \(Console.displayURL(definition.baseURL)), \(definition.entities.count) entity type(s)"
+            + (definition.bearerEnvironmentVariable.map { ", bearer credential from the variable \($0)" } ?? ""))
+        do {
+            let report = try DeltaExporter.export(
+                definition: definition, bearerToken: token, to: output,
+                options: DeltaExportOptions(
+                    overwrite: arguments.flags.contains("force"), maximumRetries: NetworkOptions(arguments).retries,
+                    sleep: NetworkOptions.sleep, isInterrupted: { Interruption.requested })
+            ) { event in
+                switch event {
+                case .reset(let entity):
+                    console.detail("entity \(entity): the source asked for a reset; pulling from zero")
+                case .entityDone(let entity, let rows): console.detail("entity \(entity): \(rows) rows")
+                case .page: break
+                }
+            }
+            try printResult(report, json: json, console: console)
+            return .success
+        } catch let error as DeltaSourceError {
+            if error.rule == "interrupted" {
+                report(rule: "interrupted", message: "interrupted; nothing published", json: json)
+                return .interrupted
+            }
+            report(error, json: json)
+            if error.rule == "retries_exhausted" { return .retriesExhausted }
+            return error.isInputError ? .invalidInput : .checkFailed
+        } catch {
+            Terminal.err("seedkit: export failed: \(error)\n")
+            return .checkFailed
+        }
+    }
+
+    /// The definition at `path` and the bearer token from the variable it names; nil after reporting a definition
+    /// error (exit 2). Shared by `export`, `warm` and `rehearse` of delta sources.
+    static func loadDefinition(_ path: String, json: Bool) throws(Arguments.UsageError)
+        -> (DeltaSourceDefinition, String?)?
+    {
         let definition: DeltaSourceDefinition
         do {
-            guard let bytes = FileManager.default.contents(atPath: definitionPath) else {
-                throw Arguments.UsageError(message: "cannot read the delta source definition \(definitionPath)")
+            guard let bytes = FileManager.default.contents(atPath: path) else {
+                throw Arguments.UsageError(message: "cannot read the delta source definition \(path)")
             }
             definition = try DeltaSourceDefinition(bytes: Array(bytes))
         } catch let error as DeltaSourceError {
             report(error, json: json)
-            return .invalidInput
+            return nil
         } catch let error as Arguments.UsageError {
             throw error
         } catch {
@@ -38,33 +102,7 @@ enum DeltaExport {
             }
             token = value
         }
-        let network = NetworkOptions(arguments)
-        console.detail("source \(Console.displayURL(definition.baseURL)), \(definition.entities.count) entity type(s)"
-            + (definition.bearerEnvironmentVariable.map { ", bearer credential from the variable \($0)" } ?? ""))
-        do {
-            let report = try DeltaExporter.export(
-                definition: definition, bearerToken: token, to: output,
-                options: DeltaExportOptions(
-                    overwrite: arguments.flags.contains("force"), maximumRetries: network.retries,
-                    sleep: NetworkOptions.sleep)
-            ) { event in
-                switch event {
-                case .reset(let entity):
-                    console.detail("entity \(entity): the source asked for a reset; pulling from zero")
-                case .entityDone(let entity, let rows): console.detail("entity \(entity): \(rows) rows")
-                case .page: break
-                }
-            }
-            try printResult(report, json: json, console: console)
-            return .success
-        } catch let error as DeltaSourceError {
-            report(error, json: json)
-            if error.rule == "retries_exhausted" { return .retriesExhausted }
-            return error.isInputError ? .invalidInput : .checkFailed
-        } catch {
-            Terminal.err("seedkit: export failed: \(error)\n")
-            return .checkFailed
-        }
+        return (definition, token)
     }
 
     private static func printResult(_ report: DeltaExportReport, json: Bool, console: Console) throws {
@@ -91,16 +129,21 @@ enum DeltaExport {
         console.info(lines.joined(separator: "\n") + "\n")
     }
 
-    private static func report(_ error: DeltaSourceError, json: Bool) {
+    static func report(_ error: DeltaSourceError, json: Bool, command: String = "export") {
+        report(rule: error.rule, message: error.description, json: json, prefix: "\(command) failed: ")
+    }
+
+    /// `{"error":{"message","rule"}}` on standard output with `--json`, else the message on standard error.
+    static func report(rule: String, message: String, json: Bool, prefix: String = "") {
         if json {
             let object = JSONValue.object(JSONObject([
                 JSONMember("error", .object(JSONObject([
-                    JSONMember("message", .string(error.description)), JSONMember("rule", .string(error.rule)),
+                    JSONMember("message", .string(message)), JSONMember("rule", .string(rule)),
                 ])))
             ]))
             Terminal.out(bytes: ((try? CanonicalJSON.encode(object)) ?? []) + [0x0A])
         } else {
-            Terminal.err("seedkit: export failed: \(error)\n")
+            Terminal.err("seedkit: \(prefix)\(message)\n")
         }
     }
 }

@@ -181,7 +181,7 @@ enum ExportCommand {
     }
 
     /// `--wait SECONDS`: how long to wait for another export holding the destination.
-    private static func lockWait(_ arguments: Arguments) throws(Arguments.UsageError) -> Duration? {
+    static func lockWait(_ arguments: Arguments) throws(Arguments.UsageError) -> Duration? {
         arguments.integer("wait").map { .seconds($0) }
     }
 

@@ -1,4 +1,5 @@
 import SeedArtifacts
+import SeedSources
 import SynchroProtocol
 import SystemKit
 import Glibc
@@ -35,6 +36,9 @@ enum InstallCommand {
         let keys = try SignatureGate.trustedKeys(arguments)
         if let refused = SignatureGate.check(seed, keys: keys, asJSON: asJSON, console: console) { return refused }
         SeedReportOutput.describeInput(seed, console)
+        if DeltaExporter.isDeltaSeed(path: seed) {
+            return DeltaCommands.install(seed: seed, destination: destination, json: asJSON, console: console)
+        }
         console.detail("destination \(destination), published by link() only if nothing exists there")
         let start = ContinuousClock.now
         do {

@@ -21,10 +21,18 @@ enum RehearseCommand {
                    default: RehearsalOptions(server: "", credential: "").appVersion),
             .flag("rebuild-compare", "also rebuild every portable scope into a fresh store and compare digests"),
             SignatureGate.optionSpec,
+            deltaSource,
             .json("one JSON report instead of text"),
         ] + NetworkOptions.specs)
 
+    /// `--source delta:FILE.json`: the seed is a delta seed, rehearsed against that API (``DeltaCommands``).
+    static let deltaSource = OptionSpec.value(
+        "source", "delta:FILE.json", .text,
+        "a delta seed: rehearse against the API this definition describes, instead of --server")
+
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
+        // A delta seed is rehearsed against the API its definition describes (`--source delta:FILE.json`).
+        if words.contains("--source") { return try DeltaCommands.rehearse(words) }
         let arguments = try Arguments(words, spec: spec)
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         guard let server = arguments.values["server"], server.hasPrefix("http://") || server.hasPrefix("https://")

@@ -27,10 +27,17 @@ enum ServeCommand {
             .value("min-client-version", "V", .version, "refuse clients older than this with upgrade_required"),
             .value("materialization-lag", "MS", .integer(0...Int64.max),
                    "materialize changes in the background every MS milliseconds; 0 at once", default: "0"),
+            DeltaServeCommand.protocolOption,
+            DeltaServeCommand.entitiesOption,
         ])
 
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
+        // `--protocol delta`: the reference delta-sync server instead (``DeltaServeCommand``).
+        if words.contains("--protocol") { return try DeltaServeCommand.run(words) }
         let arguments = try Arguments(words, spec: spec)
+        if arguments.values["entities"] != nil {
+            throw Arguments.UsageError(message: "--entities needs --protocol delta")
+        }
         try arguments.requirePositionals(atMost: 0)
         let datasetPath = arguments.values["dataset"] ?? ""
         let (host, port) = try listenAddress(arguments.value("listen") ?? "")
@@ -152,7 +159,7 @@ enum ServeCommand {
         }
     }
 
-    private static func listenAddress(_ text: String) throws(Arguments.UsageError) -> (String, UInt16) {
+    static func listenAddress(_ text: String) throws(Arguments.UsageError) -> (String, UInt16) {
         guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
             throw Arguments.UsageError(message: "--listen needs HOST:PORT (port 0 picks a free port)")
         }
