@@ -138,7 +138,7 @@ import _SeedkitTestSupport
 
     @Test func aLostResponseEndsTheExportAndARerunPublishes() throws {
         server.inject(.lostResponse, for: "users")
-        expectFailure("http_transport")
+        expectFailure("network_failure")
         #expect(DeltaExporter.verify(path: try export().path).isEmpty)
     }
 

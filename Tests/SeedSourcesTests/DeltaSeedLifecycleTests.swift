@@ -51,7 +51,7 @@ import _SeedkitTestSupport
     }
 
     /// The server handles the third request (its page is computed) but its answer never arrives: the export
-    /// ends with `http_transport` naming no cursor, nothing is published, and a plain re-run publishes.
+    /// ends with `network_failure` (its network kind) naming no cursor, nothing is published, and a plain re-run publishes.
     @Test func aLostResponseEndsTheExportAndARerunPublishes() throws {
         let transport = LosingTransport(
             base: try CurlTransport(configuration: .init(baseURL: server.baseURL)), losing: 3)
@@ -59,7 +59,7 @@ import _SeedkitTestSupport
             _ = try export(transport: transport)
             Issue.record("the export succeeded")
         } catch {
-            #expect(error.rule == "http_transport")
+            #expect(error.rule == "network_failure")
             #expect(!error.description.contains("since="))
         }
         #expect(server.queries.count == 3)
