@@ -4,8 +4,8 @@ extension Benchmark {
     static let memoryPeak = Benchmark(
         name: "memory.peak",
         summary: "peak RSS of `seedkit export`, `verify`, `install`, `pack` (level 3), `unpack` and "
-            + "`sync --until-current` (fresh store) "
-            + "of 1,000,000 catalog rows (× --scale), each a child process against `seedkit serve` in another process, "
+            + "`sync --until-current` (fresh store) of 1,000,000 catalog rows (× --scale), each a child process "
+            + "against `seedkit serve` in another process, "
             + "its own VmHWM reported at exit (goal: each < 200 MB); baseline: the same command at 100,000 rows "
             + "(memory bounded by page size: ratio ≈ 1); first, a check of the instrument itself"
     ) { options in
