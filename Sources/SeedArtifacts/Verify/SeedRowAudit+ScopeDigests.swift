@@ -31,39 +31,81 @@ extension SeedRowAudit {
     /// two edges of one identity, leave the digest unknown.
     func tally(scope: String, edges: ScopeEdges, tables: [AuditedRows]) throws -> ScopeTally {
         var tally = ScopeTally(edges: edges.members)
-        guard var accumulator = try? ScopeDigestAccumulator(
-            schemaHash: manifest.manifest.schemaHashOctets, scopeID: scope, cardinality: UInt64(edges.members))
-        else { return tally }
-        for index in Self.identityOrder(tables) where edges.tables.contains(UInt32(index)) {
-            let rows = tables[index]
-            guard let order = Self.edgeOrder(rows.key.logicalType) else { return tally }
-            let fed = edges.exactTables.contains(UInt32(index))
-                ? try feedFromRows(scope: scope, rows, order: order, into: &accumulator)
-                : try feedFromEdges(scope: scope, rows, order: order, into: &accumulator)
-            guard fed else { return tally }
+        // The edges as stored first: an exporter writes them in identity order, and reading them so needs no sort
+        // (no temporary file); only when they are not is the scope read again through a sort.
+        for sorted in [false, true] {
+            switch try streamedDigest(scope: scope, edges: edges, tables: tables, sorted: sorted) {
+            case .digest(let digest):
+                tally.digest = digest
+                return tally
+            case .unknown: return tally
+            case .unordered: continue
+            }
         }
-        tally.digest = try? accumulator.finalize()
         return tally
     }
 
-    /// Each edge of `scope` in `rows`' table, in identity order, with the digest it carries; false when one cannot
-    /// be added (the digest is then unknown).
+    /// What streaming a scope's entries gave.
+    enum StreamedDigest {
+        case digest([UInt8])
+        /// An entry cannot be added: the digest is unknown.
+        case unknown
+        /// The edges as stored are not in identity order (only when not `sorted`).
+        case unordered
+    }
+
+    private func streamedDigest(
+        scope: String, edges: ScopeEdges, tables: [AuditedRows], sorted: Bool
+    ) throws -> StreamedDigest {
+        guard var accumulator = try? ScopeDigestAccumulator(
+            schemaHash: manifest.manifest.schemaHashOctets, scopeID: scope, cardinality: UInt64(edges.members))
+        else { return .unknown }
+        let allRows = tables.reduce(0) { $0 + $1.count }
+        for index in Self.identityOrder(tables) where edges.tables.contains(UInt32(index)) {
+            let rows = tables[index]
+            guard let order = Self.edgeOrder(rows.key.logicalType) else { return .unknown }
+            let outcome: StreamedDigest?
+            if edges.exactTables.contains(UInt32(index)) {
+                outcome = try feedFromRows(scope: scope, rows, order: order, into: &accumulator) ? nil : .unknown
+            } else {
+                // Stored order: a table holding most rows is scanned (no index walk, no sort); a small one's few
+                // edges are found through the index and sorted by rowid.
+                let filter = !sorted && rows.count * 4 >= allRows
+                    ? "+scope_id = ?1 AND +table_name = ?2" : "scope_id = ?1 AND table_name = ?2"
+                outcome = try feedFromEdges(
+                    scope: scope, rows, filter: filter, order: sorted ? order : "rowid", stored: !sorted,
+                    into: &accumulator)
+            }
+            if let outcome { return outcome }
+        }
+        guard let digest = try? accumulator.finalize() else { return .unknown }
+        return .digest(digest)
+    }
+
+    /// Each edge of `scope` in `rows`' table (`filter`, ?1 the scope, ?2 the table) in `order`, with the digest it
+    /// carries; nil when every one was added. With `stored` (the order edges were written in), an edge out of
+    /// identity order gives ``StreamedDigest/unordered``.
     private func feedFromEdges(
-        scope: String, _ rows: AuditedRows, order: String, into accumulator: inout ScopeDigestAccumulator
-    ) throws -> Bool {
-        let statement = try connection.prepare("""
-            SELECT record_id, checksum FROM _synchro_scope_rows WHERE scope_id = ?1 AND table_name = ?2
-            ORDER BY \(order)
-            """)
+        scope: String, _ rows: AuditedRows, filter: String, order: String, stored: Bool,
+        into accumulator: inout ScopeDigestAccumulator
+    ) throws -> StreamedDigest? {
+        let statement = try connection.prepare(
+            "SELECT record_id, checksum FROM _synchro_scope_rows WHERE \(filter) ORDER BY \(order)")
         try statement.bind([.text(scope), .text(rows.table.tableName)])
         defer { statement.reset() }
         while try statement.step() {
             guard let identity = try identity(rows, recordID: statement.text(at: 0)),
-                  let digest = statement.withTextBytes(at: 1, ChecksumText.bareDigest),
-                  (try? accumulator.add(identity: identity, rowDigest: digest)) != nil
-            else { return false }
+                  let digest = statement.withTextBytes(at: 1, ChecksumText.bareDigest)
+            else { return .unknown }
+            do {
+                try accumulator.add(identity: identity, rowDigest: digest)
+            } catch .outOfOrder where stored {
+                return .unordered
+            } catch {
+                return .unknown
+            }
         }
-        return true
+        return nil
     }
 
     /// Each edge of `scope` in `rows`' table that names a materialized row, in identity order, with the row's
