@@ -3,8 +3,9 @@ import Foundation
 extension Benchmark {
     static let memoryPeak = Benchmark(
         name: "memory.peak",
-        summary: "peak RSS of `seedkit export`, `seedkit install` and `seedkit sync --until-current` (fresh store) "
-            + "of 1,000,000 catalog rows (× --scale), each a child process against `seedkit serve` in another process, "
+        summary: "peak RSS of `seedkit export`, `verify`, `install`, `pack` (level 3), `unpack` and "
+            + "`sync --until-current` (fresh store) of 1,000,000 catalog rows (× --scale), each a child process "
+            + "against `seedkit serve` in another process, "
             + "its own VmHWM reported at exit (goal: each < 200 MB); baseline: the same command at 100,000 rows "
             + "(memory bounded by page size: ratio ≈ 1); first, a check of the instrument itself"
     ) { options in
@@ -58,11 +59,16 @@ private struct PeakMemoryBenchmark {
                 measurement, baseline, " file-backed, sampled", \.sampledFileBytes,
                 unit: "MB RssFile (binary, mapped files)"))
         }
-        for measurement in measured {
+        // Linear time: rows per second of wall time at the large size against the small one (ratio ≈ 1; the
+        // goal is within 15%).
+        for (measurement, baseline) in zip(measured, baselines) {
             let cpu = BenchmarkFigure.format(measurement.outcome.cpu.seconds)
+            func rate(_ measured: Measurement) -> Double { Double(measured.rows) / measured.wall.seconds }
             figures.append(BenchmarkFigure(
                 name: "memory.\(measurement.command) (\(measurement.rows) catalog rows) time",
-                value: measurement.wall.seconds, unit: "s wall, \(cpu) s CPU"))
+                value: rate(measurement),
+                unit: "catalog rows/s (\(BenchmarkFigure.format(measurement.wall.seconds)) s wall, \(cpu) s CPU)",
+                baseline: .init(value: rate(baseline), unit: "rows/s at \(baseline.rows) catalog rows")))
         }
         let worst = measured.map(\.outcome.peakBytes).max() ?? 0
         figures.append(BenchmarkFigure(
@@ -133,15 +139,41 @@ private struct PeakMemoryBenchmark {
         }
         let url = String(line.dropFirst(prefix.count))
 
-        return [
+        // `SEEDKIT_BENCH_MEMORY_COMMANDS` (comma-separated) runs only some of the commands, for a quicker look.
+        let only = ProcessInfo.processInfo.environment["SEEDKIT_BENCH_MEMORY_COMMANDS"].map {
+            Set($0.split(separator: ",").map(String.init))
+        }
+        func wanted(_ command: String) -> Bool { only?.contains(command) ?? true }
+        var measurements = [
             try measure(seedkit, "export", rows: catalogRows, [
                 "export", "--source", url, "--out", path("seed.db"), "--page-limit", Self.pageLimit, "--quiet",
             ], environment: ["SEEDKIT_OPERATOR_TOKEN": operatorSecret]),
-            try measure(seedkit, "install", rows: catalogRows, ["install", path("seed.db"), "--to", path("app.db")]),
-            try measure(seedkit, "sync", rows: catalogRows, [
-                "sync", "--server", url, "--db", path("client.db"), "--until-current", "--page-limit", Self.pageLimit,
-            ], environment: ["SEEDKIT_TOKEN": secret]),
         ]
+        if wanted("verify") {
+            measurements.append(try measure(seedkit, "verify", rows: catalogRows, ["verify", path("seed.db")]))
+        }
+        if wanted("install") {
+            measurements.append(try measure(
+                seedkit, "install", rows: catalogRows, ["install", path("seed.db"), "--to", path("app.db")]))
+        }
+        // Level 3: the memory of packing does not depend on the seed's size at any level (bounded windows and
+        // jobs), and level 19 would take minutes per 100 MB.
+        if wanted("pack") || wanted("unpack") {
+            measurements.append(try measure(seedkit, "pack", rows: catalogRows, [
+                "pack", path("seed.db"), "--out", path("seed.db.zst"), "--level", "3",
+            ]))
+        }
+        if wanted("unpack") {
+            measurements.append(try measure(seedkit, "unpack", rows: catalogRows, [
+                "unpack", path("seed.db.zst"), "--out", path("unpacked.db"),
+            ]))
+        }
+        if wanted("sync") {
+            measurements.append(try measure(seedkit, "sync", rows: catalogRows, [
+                "sync", "--server", url, "--db", path("client.db"), "--until-current", "--page-limit", Self.pageLimit,
+            ], environment: ["SEEDKIT_TOKEN": secret]))
+        }
+        return measurements
     }
 
     private func measure(

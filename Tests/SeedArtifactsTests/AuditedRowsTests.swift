@@ -1,111 +1,97 @@
+import SQLiteKit
 import SynchroClient
 import SynchroProtocol
 import Testing
 @testable import SeedArtifacts
 @testable import SynchroStore
 
-@Suite("Seed verifier: the row audit's compact row records")
+@Suite("Seed verifier: what the row audit keeps of the rows")
 struct AuditedRowsTests {
-    @Test("compact rows give back each identity and digest, and order identities across tables as their octets do")
-    func compactRowsKeepIdentityOrderAndDigests() throws {
+    @Test("dense rowids are not kept; a gap keeps them; positions, edge bits and exceptions follow the scan")
+    func denseAndSparseRows() throws {
         let manifest = try Self.threeKeyTypesManifest()
-        let keys: [String: [String]] = [
-            "tbl_int": ["0", "1", "2", "-1", "-2147483648", "2147483647", "255", "256"],
-            "tb_long": [#""0""#, #""-9223372036854775808""#, #""9223372036854775807""#, #""42""#, #""-42""#],
-            "tbl_text": [#""""#, #""a""#, #""b""#, #""ab""#, #""grün""#, #""z""#, #""zz""#, #""aaa""#],
-        ]
-        var tables: [AuditedRows] = []
-        var expected: [(identity: RowIdentity, digest: [UInt8], table: Int, position: Int)] = []
-        for table in manifest.localSchema {
-            let key = try #require(table.primaryKeyColumn)
+        let table = try #require(manifest.localSchema.first { $0.tableID == "tbl_int" })
+        let key = try #require(table.primaryKeyColumn)
+        for rowids in [Array(Int64(5)...Int64(200)), [1, 2, 3, 7, 8, 100] + Array(Int64(101)...Int64(190))] {
             let rows = AuditedRows(table: table, key: key)
-            for (position, text) in try #require(keys[table.tableID]).enumerated() {
-                let value = try StrictJSONParser().parse(text)
-                let identity = try RowIdentity(manifest: manifest.manifest, tableID: table.tableID, primaryKey: value)
-                let digest = (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ position &+ tables.count &* 31) }
-                rows.append(rowid: Int64(position + 1), identity: identity, digest: digest)
-                expected.append((identity, digest, tables.count, position))
+            for (position, rowid) in rowids.enumerated() { rows.append(rowid: rowid, digested: position != 2) }
+            #expect(rows.count == rowids.count && rows.lastRowid == rowids.last)
+            for (position, rowid) in rowids.enumerated() {
+                #expect(rows.position(of: rowid) == position)
+                #expect(rows.isDigested(position) == (position != 2))
             }
-            // A row that could not be digested keeps its place without an identity or a digest.
-            rows.append(rowid: 1000, identity: nil, digest: nil)
-            #expect(!rows.isDigested(rows.count - 1) && rows.identity(at: rows.count - 1) == nil)
-            #expect(rows.withExpectedDigest(at: rows.count - 1) { $0.count } == 0)
-            tables.append(rows)
+            for absent in [Int64(0), 4, 6, 9, 99, 191, 201, 1000] where !rowids.contains(absent) {
+                #expect(rows.position(of: absent) == nil)
+            }
+            #expect(rows.position(of: .min) == nil && rows.position(of: .max) == nil)
+            #expect(rows.hasDigestExceptions)
+            for position in rowids.indices where position % 3 != 0 { rows.markEdge(position) }
+            var without: [Int] = []
+            rows.positionsWithoutEdge { without.append($0) }
+            #expect(without == rowids.indices.filter { $0 % 3 == 0 })
         }
-        for entry in expected {
-            let rows = tables[entry.table]
-            #expect(rows.isDigested(entry.position))
-            #expect(rows.identity(at: entry.position) == entry.identity)
-            #expect(rows.digest(at: entry.position) == entry.digest)
-            #expect(rows.withExpectedDigest(at: entry.position) { Array($0) } == entry.digest)
-        }
-        let ordered = expected.sorted { a, b in
-            tables[a.table].identityPrecedes(a.position, tables[b.table], b.position)
-        }
-        #expect(ordered.map(\.identity) == expected.map(\.identity).sorted())
-        var accumulator = try ScopeDigestAccumulator(
-            schemaHash: manifest.manifest.schemaHashOctets, scopeID: "s", cardinality: UInt64(ordered.count))
-        for entry in ordered {
-            try accumulator.add(identity: entry.identity, rowDigest: entry.digest)
-        }
-        let complete = try ScopeDigest.compute(
-            schemaHash: manifest.manifest.schemaHashOctets, scopeID: "s",
-            entries: expected.map { ($0.identity, $0.digest) })
-        #expect(try accumulator.finalize() == complete.digest)
     }
 
-    @Test("rows sorted by suffix and fed split into prefix and suffix give the scope digest of whole identities")
-    func suffixOrderAndSplitFeedGiveTheScopeDigest() throws {
+    @Test("rows joined from two halves keep their positions and exceptions, dense or not")
+    func appendedRowsMatchOneScan() throws {
+        let manifest = try Self.threeKeyTypesManifest()
+        let table = try #require(manifest.localSchema.first { $0.tableID == "tbl_int" })
+        let key = try #require(table.primaryKeyColumn)
+        for step in [Int64(1), 3] {
+            let one = AuditedRows(table: table, key: key)
+            let lower = AuditedRows(table: table, key: key)
+            let upper = AuditedRows(table: table, key: key)
+            for index in Int64(1)...100 {
+                one.append(rowid: index * step, digested: index != 70)
+                (index <= 40 ? lower : upper).append(rowid: index * step, digested: index != 70)
+            }
+            upper.versionDigests[1] = [9]
+            upper.differingDigests[1] = [8]
+            upper.withoutVersion.insert(2)
+            upper.versionsMatched = 3
+            lower.versionsMatched = 4
+            lower.append(contentsOf: upper)
+            #expect(lower.count == one.count && lower.lastRowid == one.lastRowid)
+            #expect(lower.versionDigests == [41: [9]] && lower.differingDigests == [41: [8]])
+            #expect(lower.withoutVersion == [42])
+            #expect(lower.versionsMatched == 7)
+            for position in 0..<one.count {
+                #expect(lower.isDigested(position) == one.isDigested(position))
+                #expect(lower.position(of: Int64(position + 1) * step) == position)
+            }
+            var without = 0
+            lower.positionsWithoutEdge { _ in without += 1 }
+            #expect(without == 100)
+        }
+    }
+
+    @Test("the edge order the scope digests read puts record IDs in row-identity order for every key type")
+    func edgeOrderIsIdentityOrder() throws {
         let manifest = try Self.threeKeyTypesManifest()
         let keys: [String: [String]] = [
-            "tbl_int": ["255", "0", "-1", "2147483647", "256", "-2147483648", "1"],
-            "tb_long": [#""42""#, #""-9223372036854775808""#, #""0""#, #""9223372036854775807""#],
-            "tbl_text": [#""zz""#, #""a""#, #""""#, #""grün""#, #""ab""#, #""b""#],
+            "tbl_int": ["0", "1", "2", "-1", "-2147483648", "2147483647", "255", "256", "10", "9"],
+            "tb_long": ["0", "-9223372036854775808", "9223372036854775807", "42", "-42", "100", "99"],
+            "tbl_text": ["", "a", "b", "ab", "grün", "z", "zz", "aaa", "é", "\u{7f}", "ä"],
         ]
-        var tables: [(rows: AuditedRows, identities: [RowIdentity], digests: [[UInt8]])] = []
+        let connection = try Connection(path: ":memory:")
+        defer { connection.close() }
+        try connection.execute("CREATE TABLE e (record_id TEXT NOT NULL)")
         for table in manifest.localSchema {
             let key = try #require(table.primaryKeyColumn)
-            let rows = AuditedRows(table: table, key: key)
-            var identities: [RowIdentity] = []
-            var digests: [[UInt8]] = []
-            for (position, text) in try #require(keys[table.tableID]).enumerated() {
-                let identity = try RowIdentity(
-                    manifest: manifest.manifest, tableID: table.tableID, primaryKey: try StrictJSONParser().parse(text))
-                let digest = (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ position &+ tables.count) }
-                rows.append(rowid: Int64(position + 1), identity: identity, digest: digest)
-                identities.append(identity)
-                digests.append(digest)
+            let recordIDs = try #require(keys[table.tableID])
+            try connection.execute("DELETE FROM e")
+            for recordID in recordIDs.reversed() {
+                try connection.run("INSERT INTO e VALUES (?1)", [.text(recordID)])
             }
-            #expect(rows.allIdentitiesSharePrefix)
-            var positions = (0..<UInt32(identities.count)).reversed().map { $0 }
-            rows.sortByIdentity(&positions)
-            #expect(positions.map { identities[Int($0)] } == identities.sorted(), "\(table.tableID)")
-            tables.append((rows, identities, digests))
+            let order = try #require(SeedRowAudit.edgeOrder(key.logicalType))
+            let ordered = try connection.query("SELECT record_id FROM e ORDER BY \(order)") { try $0.text(at: 0) }
+            func identity(_ recordID: String) throws -> RowIdentity {
+                try RowIdentity(manifest: manifest.manifest, tableID: table.tableID,
+                                primaryKey: LocalStorageForm.keyJSON(recordID: recordID, type: key.logicalType))
+            }
+            let expected = try recordIDs.map { (try identity($0), $0) }.sorted { $0.0 < $1.0 }.map(\.1)
+            #expect(ordered == expected, "\(table.tableID)")
         }
-        // Tables in the order of their identity prefixes (tb_long, tbl_int, tbl_text), each in suffix order.
-        let ordered = tables.flatMap { table in
-            table.identities.indices.map { (table.rows, $0, table.identities[$0], table.digests[$0]) }
-                .sorted { $0.2 < $1.2 }
-        }.sorted { $0.2 < $1.2 }
-        var accumulator = try ScopeDigestAccumulator(
-            schemaHash: manifest.manifest.schemaHashOctets, scopeID: "s", cardinality: UInt64(ordered.count))
-        for (rows, position, _, _) in ordered {
-            #expect(rows.feed(position, into: &accumulator))
-        }
-        let complete = try ScopeDigest.compute(
-            schemaHash: manifest.manifest.schemaHashOctets, scopeID: "s", entries: ordered.map { ($0.2, $0.3) })
-        #expect(try accumulator.finalize() == complete.digest)
-
-        // Split identities are ordered as whole ones: a repeated or an earlier row is refused.
-        let (rows, _, _, _) = ordered[1]
-        var repeated = try ScopeDigestAccumulator(
-            schemaHash: manifest.manifest.schemaHashOctets, scopeID: "s", cardinality: 3)
-        #expect(rows.feed(ordered[1].1, into: &repeated))
-        #expect(!rows.feed(ordered[1].1, into: &repeated))
-        var backwards = try ScopeDigestAccumulator(
-            schemaHash: manifest.manifest.schemaHashOctets, scopeID: "s", cardinality: 3)
-        #expect(ordered[2].0.feed(ordered[2].1, into: &backwards))
-        #expect(!ordered[0].0.feed(ordered[0].1, into: &backwards))
     }
 
     /// Three tables keyed by `int`, `int64` and `string`; `tb_long` is the shortest table ID, so its identities sort

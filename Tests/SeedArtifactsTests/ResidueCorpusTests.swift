@@ -98,3 +98,28 @@ struct ResidueCorpusTests {
         ])
     }
 }
+
+/// The scan releases the mapped pages it has passed (issue #21): it must never read below the index it reported.
+@Suite("Credential residue scan: passed pages are never read again")
+struct ResidueScanReleaseTests {
+    @Test("a key straddling each release point is found although everything reported passed is wiped")
+    func keysAcrossReleasePointsAreFound() throws {
+        let lag = CredentialResidueScan.releaseLag
+        var bytes = [UInt8](repeating: 0, count: 2 * lag + 4096)
+        let key = Array("-----BEGIN RSA PRIVATE KEY-----".utf8)
+        for boundary in [lag, 2 * lag] {
+            bytes.replaceSubrange((boundary - 10)..<(boundary - 10 + key.count), with: key)
+        }
+        var reported: [Int] = []
+        let hits = bytes.withUnsafeMutableBytes { buffer in
+            CredentialResidueScan.scan(UnsafeRawBufferPointer(buffer), pageSize: 4096) { index in
+                reported.append(index)
+                // What the real scan releases: everything more than the lag behind the index.
+                if index > lag, let base = buffer.baseAddress { memset(base, 0xAA, index - lag) }
+            }
+        }
+        #expect(reported == [lag, 2 * lag])
+        #expect(hits.map(\.page) == [Int64((lag - 10) / 4096 + 1), Int64((2 * lag - 10) / 4096 + 1)])
+        #expect(hits.allSatisfy { $0.shape == .pemPrivateKey })
+    }
+}

@@ -99,48 +99,4 @@ struct SplitAuditTests {
             }
         }
     }
-
-    @Test("rows joined from two halves keep their positions, digests and identity order")
-    func appendedRowsMatchOneScan() throws {
-        let manifest = try AuditedRowsTests.threeKeyTypesManifest()
-        let table = try #require(manifest.localSchema.first { $0.tableID == "tbl_int" })
-        let key = try #require(table.primaryKeyColumn)
-        // Upper halves whose first rows have an identity, and one whose lower half has none (it takes the upper
-        // half's prefix).
-        for lowerWithoutIdentities in [false, true] {
-            let one = AuditedRows(table: table, key: key)
-            let lower = AuditedRows(table: table, key: key)
-            let upper = AuditedRows(table: table, key: key)
-            for rowid in Int64(1)...8 {
-                let digest = rowid == 6 ? nil : [UInt8](repeating: UInt8(rowid), count: 32)
-                let withIdentity = rowid == 7 || !(lowerWithoutIdentities && rowid <= 4)
-                let identity = withIdentity ? try RowIdentity(
-                    manifest: manifest.manifest, tableID: "tbl_int", primaryKey: .number(JSONNumber(100 - rowid)))
-                    : nil
-                one.append(rowid: rowid * 3, identity: identity, digest: digest)
-                (rowid <= 4 ? lower : upper).append(rowid: rowid * 3, identity: identity, digest: digest)
-            }
-            upper.versionDigests[1] = [9]
-            upper.withoutVersion.insert(2)
-            upper.versionsMatched = 3
-            lower.versionsMatched = 4
-            lower.append(contentsOf: upper)
-            #expect(lower.count == one.count)
-            #expect(lower.versionDigests == [5: [9]])
-            #expect(lower.withoutVersion == [6])
-            #expect(lower.versionsMatched == 7)
-            #expect(lower.allIdentitiesSharePrefix == one.allIdentitiesSharePrefix)
-            for position in 0..<one.count {
-                #expect(lower.digest(at: position) == one.digest(at: position))
-                #expect(lower.identity(at: position) == one.identity(at: position))
-                #expect(lower.isDigested(position) == one.isDigested(position))
-                #expect(lower.position(of: Int64(position + 1) * 3) == position)
-            }
-            var positions: [UInt32] = (0..<UInt32(one.count)).filter { one.identity(at: Int($0)) != nil }
-            var expected = positions
-            lower.sortByIdentity(&positions)
-            one.sortByIdentity(&expected)
-            #expect(positions == expected)
-        }
-    }
 }

@@ -160,6 +160,34 @@ struct TamperCorpusTests {
         #expect(report.checks > 40)
     }
 
+    @Test("edges stored out of identity order still give every scope digest: the audit sorts them then",
+          .timeLimit(.minutes(2)))
+    func edgesOutOfOrderPass() throws {
+        let directory = try TemporaryDirectory(prefix: "seedkit-tamper")
+        let seed = try VerifyFixtures.cleanCopy(in: directory)
+        try VerifyFixtures.modify(seed, """
+            CREATE TEMP TABLE reversed AS SELECT * FROM _synchro_scope_rows ORDER BY rowid DESC;
+            DELETE FROM _synchro_scope_rows;
+            INSERT INTO _synchro_scope_rows SELECT * FROM reversed ORDER BY rowid;
+            DROP TABLE reversed;
+            """)
+        let first = try VerifyFixtures.scalar(seed, "SELECT record_id FROM _synchro_scope_rows WHERE rowid = 1")
+        let last = try VerifyFixtures.scalar(
+            seed, "SELECT record_id FROM _synchro_scope_rows ORDER BY rowid DESC LIMIT 1")
+        #expect(first != last)
+        let report = try SeedVerifier.verify(path: seed)
+        #expect(report.findings == [])
+        #expect(report.ok)
+        // Out of order and one edge digest changed: reported, and the scope digest, read beside the rows in
+        // sorted order, is still the rows' own.
+        try VerifyFixtures.modify(seed, """
+            UPDATE _synchro_scope_rows SET checksum = '\(String(repeating: "0", count: 64))' WHERE rowid = 7
+            """)
+        let damaged = try SeedVerifier.verify(path: seed)
+        #expect(damaged.contains(.edgeDigestMismatch) && !damaged.contains(.scopeDigestMismatch),
+                "findings: \(damaged.findings)")
+    }
+
     @Test("a tampered seed is rejected by verify and by install, and nothing is installed",
           .timeLimit(.minutes(2)), arguments: Tamper.corpus)
     func tamperedSeedIsRejected(_ tamper: Tamper) throws {

@@ -43,10 +43,26 @@ enum CredentialResidueScan {
         defer { munmap(base, size) }
         let bytes = UnsafeRawBufferPointer(start: base, count: size)
         let pageSize = size >= SeedFileProbe.headerBytes ? SeedFileProbe.pageSize(Array(bytes.prefix(18))) : 0
-        return scan(bytes, pageSize: pageSize > 0 ? pageSize : 4096)
+        // The pages the scan has passed are dropped from the resident set as it goes (issue #21): mapped pages count
+        // in the process's peak memory, and the whole file would otherwise stay resident until `munmap`.
+        let systemPage = max(4096, sysconf(Int32(_SC_PAGESIZE)))
+        var released = 0
+        return scan(bytes, pageSize: pageSize > 0 ? pageSize : 4096) { index in
+            let end = (index - releaseLag) / systemPage * systemPage
+            guard end > released else { return }
+            _ = madvise(base + released, end - released, MADV_DONTNEED)
+            released = end
+        }
     }
 
-    static func scan(_ bytes: UnsafeRawBufferPointer, pageSize: Int64) -> [Hit] {
+    /// How far behind the scan mapped pages are released, octets: the matchers look ahead only.
+    static let releaseLag = 8 << 20
+
+    /// Scans `bytes`, calling `passed` every ``releaseLag`` octets with the index the scan has reached (it never
+    /// reads below `index` again).
+    static func scan(
+        _ bytes: UnsafeRawBufferPointer, pageSize: Int64, passed: (Int) -> Void = { _ in }
+    ) -> [Hit] {
         var hits: [Hit] = []
         var seen = Set<String>()
         let count = bytes.count
@@ -67,6 +83,7 @@ enum CredentialResidueScan {
                 if seen.insert("\(page) \(shape.rawValue)").inserted { hits.append(Hit(page: page, shape: shape)) }
             }
             index += 1
+            if index & (releaseLag - 1) == 0 { passed(index) }
         }
         return hits
     }

@@ -14,9 +14,12 @@ extension SeedRowAudit {
         }
     }
 
-    /// Every edge of the table's records, joined with the row it names (the exact record ID text).
+    /// Every edge of the table's records, joined with the row it names (the exact record ID text), its digest
+    /// compared with the row's: the row version's digest, which the row pass found equal to the recomputed one
+    /// (or kept, when it differs). Row versions are read alongside the edges with `versions` (an exporter writes
+    /// both in row-identity order), else through the version table's index.
     func readEdges(
-        _ rows: AuditedRows, index: UInt32, allRows: Int, members: inout [String: [ScopeMember]],
+        _ rows: AuditedRows, index: UInt32, allRows: Int, versions: VersionCursor?, scopes: inout [String: ScopeEdges],
         into collector: FindingCollector
     ) throws {
         let name = rows.table.tableName
@@ -24,17 +27,22 @@ extension SeedRowAudit {
         // For a table holding most of the rows, `+e.table_name` keeps SQLite from walking the record index: one
         // scan of the edges is cheaper than an index probe per edge. A small table's few edges are found through
         // the index instead of a scan of every edge.
-        let filter = rows.rowids.count * 4 < allRows ? "e.table_name = ?1" : "+e.table_name = ?1"
+        let filter = rows.count * 4 < allRows ? "e.table_name = ?1" : "+e.table_name = ?1"
         // When the key is the rowid and the record ID has the baseline's TEXT affinity (so it holds text or a blob,
         // never a number), the join below matches exactly the edges whose record ID is the canonical decimal text
         // of a rowid: that text is parsed instead of searching the table once per edge.
         let keyIsRowid = try SeedBaseline.hasBaselineDDL("_synchro_scope_rows", on: connection)
             && isRowidAlias(rows)
+        // Without a version cursor (a version table not shaped as the baseline's), the first version of the record.
+        let version = versions == nil ? """
+            , (SELECT v.row_checksum FROM _synchro_row_versions AS v
+               WHERE v.table_name = ?1 AND v.record_id = e.record_id ORDER BY v.rowid LIMIT 1)
+            """ : ""
         let statement = try connection.prepare(keyIsRowid ? """
-            SELECT e.rowid, e.scope_id, e.checksum, e.generation, e.record_id
+            SELECT e.rowid, e.scope_id, e.checksum, e.generation, e.record_id, e.record_id\(version)
             FROM _synchro_scope_rows AS e WHERE \(filter)
             """ : """
-            SELECT e.rowid, e.scope_id, e.checksum, e.generation, t.rowid
+            SELECT e.rowid, e.scope_id, e.checksum, e.generation, t.rowid, e.record_id\(version)
             FROM _synchro_scope_rows AS e
             LEFT JOIN \(SQLiteIdentifier.quote(name)) AS t
                 ON \(key) = e.record_id AND CAST(\(key) AS TEXT) = e.record_id
@@ -42,13 +50,14 @@ extension SeedRowAudit {
             """)
         try statement.bind([.text(name)])
         defer { statement.reset() }
+        let tableOctets = Array(name.utf8)
         var currentScope: String?
         var currentScopeText: [UInt8] = []
         var currentKnown = false
-        var current: [ScopeMember] = []
+        var current = ScopeEdges()
         func flush() {
-            if let currentScope, !current.isEmpty { members[currentScope, default: []].append(contentsOf: current) }
-            current.removeAll(keepingCapacity: true)
+            if let currentScope, current.members > 0 { scopes[currentScope, default: ScopeEdges()].merge(current) }
+            current = ScopeEdges()
         }
         while try statement.step() {
             let rowid = statement.int64(at: 0)
@@ -75,17 +84,29 @@ extension SeedRowAudit {
                 statement.isNull(at: 4) ? nil : statement.int64(at: 4)
             }
             guard let rowRowid, let position = rows.position(of: rowRowid) else {
+                current.exactTables.insert(index)
                 collector.add(checks.edgeWithoutRow, scope: scope, table: "_synchro_scope_rows", row: rowid,
                               "the edge names a \(name) record that is not materialized")
                 continue
             }
-            rows.edgeCounts[position] += 1
-            current.append(ScopeMember(table: index, position: UInt32(position)))
+            rows.markEdge(position)
+            current.members += 1
+            current.tables.insert(index)
+            if !rows.isDigested(position) || rows.differingDigests[position] != nil {
+                current.exactTables.insert(index)
+            }
             guard !rows.withoutVersion.contains(position) else { continue }
-            let matches = rows.withExpectedDigest(at: position) { expected in
-                statement.withTextBytes(at: 2) { ChecksumText.bareHex($0, equals: expected) }
+            let matches: Bool
+            if let expected = rows.versionDigests[position] {
+                matches = statement.withTextBytes(at: 2) { ChecksumText.bareHex($0, equals: expected) }
+            } else if let versions {
+                matches = try versions.find(table: name, tableOctets: tableOctets, key: statement, at: 5)
+                    && Self.edge(statement, carries: versions.columns.statement, at: versions.columns.rowChecksum)
+            } else {
+                matches = Self.edge(statement, carries: statement, at: 6)
             }
             if !matches {
+                current.exactTables.insert(index)
                 let wellFormed = statement.withTextBytes(at: 2) { ChecksumText.bareDigest($0) } != nil
                 collector.add(checks.edgeDigest, scope: scope, table: name, row: Int64(position + 1),
                               wellFormed ? "the edge digest differs from the row's row checksum"
@@ -93,6 +114,14 @@ extension SeedRowAudit {
             }
         }
         flush()
+    }
+
+    /// Whether the edge digest (column 2 of `edge`) is the digest the row checksum at `column` of `version` carries.
+    private static func edge(_ edge: Statement, carries version: Statement, at column: Int) -> Bool {
+        guard version.storageClass(at: column) == .text,
+              let digest = edge.withTextBytes(at: 2, ChecksumText.bareDigest)
+        else { return false }
+        return version.withTextBytes(at: column) { ChecksumText.object($0, carries: digest) } == true
     }
 
     /// Whether the table's key column is its rowid (`INTEGER PRIMARY KEY` of a rowid table: the only key, with no

@@ -30,8 +30,8 @@ extension SeedRowAudit {
             let rowid = statement.int64(at: 0)
             // A second version with the same record ID repeats the row in the join (only possible when the
             // version table lost its primary key, which the shape checks report).
-            if rowid == rows.rowids.last {
-                collector.add(checks.rowVersion, table: table.tableName, row: Int64(rows.rowids.count),
+            if rowid == rows.lastRowid {
+                collector.add(checks.rowVersion, table: table.tableName, row: Int64(rows.count),
                               "the row has more than one row version")
                 continue
             }
@@ -138,7 +138,7 @@ extension SeedRowAudit {
         guard let version else {
             collector.add(checks.rowWithoutVersion, table: table.tableName, row: ordinal, "the row has no row version")
             rows.withoutVersion.insert(position)
-            rows.append(rowid: rowid, identity: identity(table, keyWire), digest: nil)
+            rows.append(rowid: rowid, digested: false)
             return
         }
         rows.versionsMatched += 1
@@ -151,7 +151,7 @@ extension SeedRowAudit {
                           "the row's server version is empty or not text")
         }
         guard valid, let keyWire, let serverVersion else {
-            rows.append(rowid: rowid, identity: identity(table, keyWire), digest: nil)
+            rows.append(rowid: rowid, digested: false)
             rows.versionDigests[position] = versionDigest(version, table: table.tableName, ordinal: ordinal,
                                                           into: collector)
             return
@@ -167,7 +167,7 @@ extension SeedRowAudit {
                 }
             }
         } catch {
-            rows.append(rowid: rowid, identity: identity(table, keyWire), digest: nil)
+            rows.append(rowid: rowid, digested: false)
             rows.versionDigests[position] = versionDigest(version, table: table.tableName, ordinal: ordinal,
                                                           into: collector)
             collector.add(checks.rowValue, table: table.tableName, row: ordinal,
@@ -180,12 +180,13 @@ extension SeedRowAudit {
         identity: UnsafeBufferPointer<UInt8>, digest: UnsafeBufferPointer<UInt8>, _ rows: AuditedRows, rowid: Int64,
         position: Int, version: VersionColumns, into collector: FindingCollector
     ) {
-        rows.append(rowid: rowid, identityOctets: identity, digest: digest)
+        rows.append(rowid: rowid, digested: true)
         let checksum = version.rowChecksum
         let matches = version.statement.isNull(at: checksum) ? nil : version.statement.withTextBytes(
             at: checksum) { ChecksumText.object($0, carries: digest) }
         guard matches != true else { return }
         let ordinal = Int64(position + 1)
+        rows.differingDigests[position] = Array(digest)
         rows.versionDigests[position] = versionDigest(
             version, table: rows.table.tableName, ordinal: ordinal, into: collector)
         if matches == false {
@@ -203,10 +204,6 @@ extension SeedRowAudit {
         case (.int64, .integer): true
         default: false
         }
-    }
-
-    private func identity(_ table: LocalSchemaTable, _ key: JSONValue?) -> RowIdentity? {
-        key.flatMap { try? RowIdentity(manifest: manifest.manifest, tableID: table.tableID, primaryKey: $0) }
     }
 
     /// The digest of the row checksum at `column`; empty, reported, when it is not a checksum object.

@@ -6,14 +6,14 @@ import SynchroProtocol
 
 /// Re-reads every materialized row of every synced table, converts it back to wire values with the client's
 /// mapping, re-digests it against its row version, and checks row versions and provenance edges against the rows
-/// (`spec/seed-format.md` §2.5 invariants, §6 item 6, §7.1 items 12–15). Each row is digested once; the
-/// recomputed digests feed the edge comparison and the scope digests.
+/// (`spec/seed-format.md` §2.5 invariants, §6 item 6, §7.1 items 12–15). Each row is digested once and compared
+/// with its row version; each edge is compared with its row's version, so with the recomputed digest.
 ///
-/// Rows are streamed table by table through one statement that joins each row with its row version, and edges
-/// through one statement per table that joins each edge with its row, so no record ID is ever kept in memory:
-/// a row is known by its position in the rowid-ordered scan. One ``RowDigester`` serves every row. What the edges and
-/// the scope digests need of a row (rowid, digest, identity) is kept in fixed-size records (``AuditedRows``) and each
-/// scope digest is streamed in identity order, so the audit holds a few dozen octets per row, not the scope.
+/// Rows are streamed table by table along their row versions, and edges through one statement per table that joins
+/// each edge with its row and reads its version alongside, so no record ID is ever kept in memory: a row is known by
+/// its position in the rowid-ordered scan. One ``RowDigester`` serves every row. Of a row that passed its checks
+/// the audit keeps one bit (an edge names it, ``AuditedRows``), and each scope digest is streamed from SQL in
+/// identity order from the edges, so the audit's memory does not grow with the seed (issue #21).
 struct SeedRowAudit {
     let connection: Connection
     let manifest: ClientManifest
@@ -26,16 +26,9 @@ struct SeedRowAudit {
     var reopen: (@Sendable () throws -> Connection)? = nil
     /// A table whose rowids span at least this many rows, and at most ``splitMaximumRows``, is read in two halves.
     var splitMinimumRows = 20_000
-    /// Above this many rows a table is read in one pass: the upper half's records are copied once into the table's
-    /// arrays, and for the largest tables that transient copy would raise the install's peak memory
-    /// (`docs/performance.md`).
-    var splitMaximumRows = 400_000
-
-    /// An edge of a scope: the row it names, by table (index into the audit's tables) and position.
-    struct ScopeMember {
-        let table: UInt32
-        let position: UInt32
-    }
+    /// Above this many rows a table is read in one pass. Nothing of a valid row is kept, so the upper half costs no
+    /// memory to merge (before issue #21 its records were copied, and this was 400,000): no bound by default.
+    var splitMaximumRows = Int.max
 
     func run(into collector: FindingCollector) throws -> RowAuditResult {
         collector.evaluated(checks.all)
@@ -51,25 +44,27 @@ struct SeedRowAudit {
         for table in manifest.localSchema {
             guard let key = table.primaryKeyColumn else { continue }
             let rows = AuditedRows(table: table, key: key)
-            rows.reserve(rows: try estimatedRows(table))
             try readRowsInHalves(rows, versions: versions, digesters: &digesters, into: collector)
             try checkDuplicateKeys(rows, into: collector)
-            result.rows += rows.rowids.count
+            result.rows += rows.count
             tables.append(rows)
         }
         let answers = try queries?.wait()?.get() ?? AuditQueries.answers(on: connection, tables: tableNames)
         try checkVersionsWithoutRows(tables, counts: answers.versionCounts, into: collector)
         checkEdgesOutsideManifest(answers, into: collector)
-        var members: [String: [ScopeMember]] = [:]
+        var scopes: [String: ScopeEdges] = [:]
+        let edgeVersions = try VersionCursor.baselineShaped(on: connection)
+        defer { edgeVersions?.finish() }
         for (index, rows) in tables.enumerated() {
-            try readEdges(rows, index: UInt32(index), allRows: result.rows, members: &members, into: collector)
-            for position in rows.edgeCounts.indices where rows.edgeCounts[position] == 0 {
+            try readEdges(rows, index: UInt32(index), allRows: result.rows, versions: edgeVersions, scopes: &scopes,
+                          into: collector)
+            rows.positionsWithoutEdge { position in
                 collector.add(checks.rowWithoutEdge, table: rows.table.tableName, row: Int64(position + 1),
                               "the row has no provenance edge in any scope")
             }
         }
-        for (scope, scopeMembers) in members {
-            result.scopes[scope] = tally(scope: scope, members: scopeMembers, tables: tables)
+        for (scope, edges) in scopes {
+            result.scopes[scope] = try tally(scope: scope, edges: edges, tables: tables)
         }
         for (check, count) in before where collector.count(check) > count {
             result.issues[check] = collector.count(check) - count
@@ -78,21 +73,6 @@ struct SeedRowAudit {
     }
 
     // MARK: - Rows
-
-    /// The number of rows of `table` if its rowids are dense (the span of its rowids), bounded by the most cells its
-    /// file's pages could hold; 0 when unknown. Only sizes the audit's arrays, so it need not be exact.
-    private func estimatedRows(_ table: LocalSchemaTable) throws -> Int {
-        // Separate subqueries: SQLite finds a lone min() or max() at one end of the b-tree, but scans for both.
-        let name = SQLiteIdentifier.quote(table.tableName)
-        let span = try connection.scalar(
-            "SELECT (SELECT max(rowid) FROM \(name)) - (SELECT min(rowid) FROM \(name)) + 1")?.integerValue ?? 0
-        let pages = try connection.scalar("PRAGMA page_count")?.integerValue ?? 0
-        let pageSize = try connection.scalar("PRAGMA page_size")?.integerValue ?? 0
-        // A table leaf cell takes at least 4 octets and its 2-octet pointer.
-        let cells = pages.multipliedReportingOverflow(by: pageSize / 6)
-        guard span > 0, !cells.overflow else { return 0 }
-        return Int(min(span, cells.partialValue, 1 << 28))
-    }
 
     /// The two digesters of an audit: straight from stored values, and from wire values for the rows the first
     /// does not vouch for.
