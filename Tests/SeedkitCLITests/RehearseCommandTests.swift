@@ -95,6 +95,8 @@ import _SeedkitTestSupport
             "rehearse: attempt 1 of 2 failed: connection_refused at http://127.0.0.1:\(port)/sync/connect"))
         let error = try #require(run.lines.last.flatMap { try StrictJSONParser().parse(Array($0.utf8)).objectValue })
         #expect(error["error"]?.objectValue?["rule"]?.stringValue == "retries_exhausted", "\(run.stdoutText)")
+        // The one failure contract: the JSON error carries the exit status too.
+        #expect(error["error"]?.objectValue?["exit_status"]?.numberValue?.exactInt64 == 4, "\(run.stdoutText)")
         #expect(run.stderrText.contains("(retries_exhausted)") && run.stderrText.contains("connection_refused"))
     }
 

@@ -66,18 +66,16 @@ enum RehearseCommand {
             print(outcome, seed: seed, json: json, console: console)
             return outcome.rehearsal.passed ? .success : .checkFailed
         } catch {
-            if json {
-                let object = JSONValue.object(JSONObject([
-                    JSONMember("error", .object(JSONObject([
-                        JSONMember("rule", .string(error.rule)), JSONMember("message", .string(error.description)),
-                    ])))
-                ]))
-                Terminal.out(bytes: ((try? CanonicalJSON.encode(object)) ?? []) + [0x0A])
+            let status: ExitStatus
+            if case .rehearsal(let failure) = error, failure.retriesExhausted {
+                status = .retriesExhausted
+            } else {
+                status = error.isInvalidInput ? .invalidInput : .checkFailed
             }
-            Terminal.err("seedkit: \(FailureReport.text("rehearse failed: \(error)", rule: error.rule))\n")
+            FailureReport(rule: error.rule, message: "rehearse failed: \(error)", status: status)
+                .print(command: "rehearse", json: json)
             for finding in (error.installFindings).prefix(20) { Terminal.err("  \(finding)\n") }
-            if case .rehearsal(let failure) = error, failure.retriesExhausted { return .retriesExhausted }
-            return error.isInvalidInput ? .invalidInput : .checkFailed
+            return status
         }
     }
 
