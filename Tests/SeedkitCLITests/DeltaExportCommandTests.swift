@@ -35,6 +35,9 @@ import _SeedkitTestSupport
         #expect(refused.status == 1)
         let error = try StrictJSONParser().parse(refused.stdout).objectValue?["error"]?.objectValue
         #expect(error?["rule"]?.stringValue == "http_status")
+        // The one failure contract: the exit status in the JSON error, the rule in the text on standard error.
+        #expect(error?["exit_status"]?.numberValue?.exactInt64 == 1)
+        #expect(refused.stderrText.contains("(http_status)"), "\(refused.stderrText)")
         #expect(!(refused.stdoutText + refused.stderrText).contains("wrong-token-value"))
         #expect(!FileManager.default.fileExists(atPath: directory.path("seed.db")))
 

@@ -91,6 +91,7 @@ import _SeedkitTestSupport
         #expect(second.status == 5, "\(second.status): \(second.stderrText)")
         let error = try StrictJSONParser().parse(second.stdout).objectValue?["error"]?.objectValue
         #expect(error?["rule"]?.stringValue == "locked")
+        #expect(error?["exit_status"]?.numberValue?.exactInt64 == 5)
         #expect(error?["message"]?.stringValue?.contains("process \(first.pid)") == true)
         #expect(try first.continueAndWait() == 0)
         #expect(try run(["verify", directory.path("seed.db")]).status == 0)

@@ -35,6 +35,8 @@ struct ExportCollisionTests {
         #expect(error?["rule"]?.stringValue == "locked")
         #expect(error?["message"]?.stringValue?.contains("process \(first.pid)") == true)
         #expect(error?["exit_status"]?.numberValue?.exactInt64 == 5)
+        // With --json the text still goes to standard error with its rule, as for every command.
+        #expect(second.stderrText.contains("(locked)"), "\(second.stderrText)")
         #expect(try first.continueAndWait() == 0)
         #expect(FileManager.default.fileExists(atPath: directory.path("seed.db")))
     }

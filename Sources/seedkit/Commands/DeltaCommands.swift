@@ -30,9 +30,10 @@ enum DeltaCommands {
             }
             return .success
         } catch {
-            DeltaExport.report(rule: error.rule, message: error.description, json: json, prefix: "install failed: ")
-            if case .rejected = error { return .checkFailed }
-            return .invalidInput
+            let status: ExitStatus
+            if case .rejected = error { status = .checkFailed } else { status = .invalidInput }
+            return DeltaExport.report(
+                rule: error.rule, message: error.description, status: status, json: json, prefix: "install failed: ")
         }
     }
 
@@ -67,11 +68,14 @@ enum DeltaCommands {
                     maximumRetries: NetworkOptions(arguments).retries, sleep: NetworkOptions.sleep,
                     isInterrupted: { Interruption.requested }))
         } catch {
-            DeltaExport.report(rule: error.rule, message: error.description, json: json, prefix: "rehearse failed: ")
-            if error.rule == "interrupted" { return .interrupted }
-            if case .install(let install) = error, case .rejected = install { return .checkFailed }
-            if case .install = error { return .invalidInput }
-            return .checkFailed
+            var status = ExitStatus.checkFailed
+            if error.rule == "interrupted" {
+                status = .interrupted
+            } else if case .install(let install) = error {
+                if case .rejected = install { status = .checkFailed } else { status = .invalidInput }
+            }
+            return DeltaExport.report(
+                rule: error.rule, message: error.description, status: status, json: json, prefix: "rehearse failed: ")
         }
         if json {
             let entities = report.entities.map { entity in
@@ -173,15 +177,14 @@ enum WarmCommand {
             return .success
         } catch {
             if error.rule == "interrupted" {
-                DeltaExport.report(
+                return DeltaExport.report(
                     rule: "interrupted", message: "interrupted; the pages applied so far are kept with their "
-                        + "checkpoints", json: json)
-                return .interrupted
+                        + "checkpoints", status: .interrupted, json: json)
             }
-            DeltaExport.report(error, json: json, command: "warm")
-            if error.rule == "retries_exhausted" { return .retriesExhausted }
-            if case .database = error { return .invalidInput }
-            return error.isInputError ? .invalidInput : .checkFailed
+            var status = error.isInputError ? ExitStatus.invalidInput : .checkFailed
+            if error.rule == "retries_exhausted" { status = .retriesExhausted }
+            if case .database = error { status = .invalidInput }
+            return DeltaExport.report(error, status: status, json: json, command: "warm")
         }
     }
 }

@@ -32,15 +32,15 @@ enum DeltaExport {
             switch error {
             case .held(_, let holder) where !Interruption.requested:
                 let holderText = holder.map { "process \($0)" } ?? "another export"
-                report(rule: "locked", message: "\(output) is locked by \(holderText) (locked): one export writes a "
-                    + "destination at a time; run again once it has finished, or pass --wait SECONDS", json: json)
-                return .locked
+                return report(
+                    rule: "locked", message: "\(output) is locked by \(holderText) (locked): one export writes a "
+                        + "destination at a time; run again once it has finished, or pass --wait SECONDS",
+                    status: .locked, json: json)
             case .held:
-                report(rule: "interrupted", message: "interrupted; nothing published", json: json)
-                return .interrupted
+                return report(
+                    rule: "interrupted", message: "interrupted; nothing published", status: .interrupted, json: json)
             case .unavailable(let failure):
-                report(rule: "io_failed", message: failure.description, json: json)
-                return .checkFailed
+                return report(rule: "io_failed", message: failure.description, status: .checkFailed, json: json)
             }
         }
         defer { withExtendedLifetime(lock) {} }
@@ -64,12 +64,12 @@ enum DeltaExport {
             return .success
         } catch let error as DeltaSourceError {
             if error.rule == "interrupted" {
-                report(rule: "interrupted", message: "interrupted; nothing published", json: json)
-                return .interrupted
+                return report(
+                    rule: "interrupted", message: "interrupted; nothing published", status: .interrupted, json: json)
             }
-            report(error, json: json)
-            if error.rule == "retries_exhausted" { return .retriesExhausted }
-            return error.isInputError ? .invalidInput : .checkFailed
+            let status: ExitStatus = error.rule == "retries_exhausted"
+                ? .retriesExhausted : error.isInputError ? .invalidInput : .checkFailed
+            return report(error, status: status, json: json)
         } catch {
             Terminal.err("seedkit: export failed: \(error)\n")
             return .checkFailed
@@ -88,7 +88,7 @@ enum DeltaExport {
             }
             definition = try DeltaSourceDefinition(bytes: Array(bytes))
         } catch let error as DeltaSourceError {
-            report(error, json: json)
+            report(error, status: .invalidInput, json: json)
             return nil
         } catch let error as Arguments.UsageError {
             throw error
@@ -129,21 +129,19 @@ enum DeltaExport {
         console.info(lines.joined(separator: "\n") + "\n")
     }
 
-    static func report(_ error: DeltaSourceError, json: Bool, command: String = "export") {
-        report(rule: error.rule, message: error.description, json: json, prefix: "\(command) failed: ")
+    @discardableResult
+    static func report(_ error: DeltaSourceError, status: ExitStatus, json: Bool, command: String = "export")
+        -> ExitStatus
+    {
+        report(rule: error.rule, message: error.description, status: status, json: json, prefix: "\(command) failed: ")
     }
 
-    /// `{"error":{"message","rule"}}` on standard output with `--json`, else the message on standard error.
-    static func report(rule: String, message: String, json: Bool, prefix: String = "") {
-        if json {
-            let object = JSONValue.object(JSONObject([
-                JSONMember("error", .object(JSONObject([
-                    JSONMember("message", .string(message)), JSONMember("rule", .string(rule)),
-                ])))
-            ]))
-            Terminal.out(bytes: ((try? CanonicalJSON.encode(object)) ?? []) + [0x0A])
-        } else {
-            Terminal.err("seedkit: \(prefix)\(message)\n")
-        }
+    /// One failure of a delta command, through the one failure contract (``FailureReport``): the message and rule on
+    /// standard error and, with `--json`, `{"error":{"exit_status","message","rule"}}` on standard output.
+    @discardableResult
+    static func report(rule: String, message: String, status: ExitStatus, json: Bool, prefix: String = "")
+        -> ExitStatus
+    {
+        FailureReport(rule: rule, message: prefix + message, status: status).print(command: "export", json: json)
     }
 }

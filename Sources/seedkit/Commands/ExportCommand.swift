@@ -220,20 +220,10 @@ enum ExportCommand {
             """)
     }
 
-    /// The failure as `{"error":{"rule","message","exit_status"}}` on standard output with `--json`, else on standard
-    /// error with its rule.
+    /// The failure through the one failure contract (``FailureReport``): its message and rule on standard error and,
+    /// with `--json`, `{"error":{"rule","message","exit_status"}}` on standard output.
     private static func report(rule: String, message: String, status: ExitStatus, json: Bool) {
-        if json {
-            let object = JSONValue.object(JSONObject([
-                JSONMember("error", .object(JSONObject([
-                    JSONMember("rule", .string(rule)), JSONMember("message", .string(message)),
-                    JSONMember("exit_status", .number(JSONNumber(Int64(status.rawValue)))),
-                ])))
-            ]))
-            Terminal.out(bytes: ((try? CanonicalJSON.encode(object)) ?? []) + [0x0A])
-        } else {
-            Terminal.err("seedkit: \(message)\(message.contains("(\(rule))") ? "" : " (\(rule))")\n")
-        }
+        FailureReport(rule: rule, message: message, status: status).print(command: "export", json: json)
     }
 }
 
