@@ -41,6 +41,12 @@ public struct RowIdentity: Sendable, Hashable, Comparable, CustomStringConvertib
         structuralFailure(bytes) == nil
     }
 
+    /// ``isStructurallyValid(_:)`` of octets held elsewhere (a stored column), without copying them.
+    public static func isStructurallyValid(_ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
+        var reader = IdentityReader(buffer: buffer)
+        return (try? reader.check()) != nil
+    }
+
     /// The identity octets as lowercase hex.
     public var hex: String { Hex.encode(bytes) }
 
