@@ -1,5 +1,6 @@
 import Foundation
 import SQLiteKit
+@testable import SynchroServer
 import SynchroProtocol
 import Testing
 import _SeedkitTestSupport
@@ -169,6 +170,30 @@ struct RebuildStagingTests {
         }
     }
 
+    @Test("a PostgreSQL layout-2 store is migrated: every live member gets its digest, checksums stay exact")
+    func migratesPostgresLayout2() throws {
+        let directory = try TemporaryDirectory(prefix: "seedkit-server-migration")
+        let digests: [[SQLiteValue]]
+        do {
+            let server = try RunningServer(rows: 100, reopening: directory, store: .postgres)
+            _ = try server.engine.operatorDelete(table: "tbl_categories", pk: .number(JSONNumber(3)))
+            _ = try WireClient.connect(server).rebuild(scope: "catalog", limit: 30)
+            digests = try server.engine.rowsForTesting(
+                "SELECT scope_id, identity, row_digest FROM membership ORDER BY scope_id, identity")
+            try server.engine.executeForTesting("ALTER TABLE membership DROP COLUMN row_digest")
+            try server.engine.executeForTesting(
+                "UPDATE server_meta SET value = ? WHERE key = 'layout_version'", [.integer(2)])
+        }
+
+        let server = try RunningServer(rows: 100, reopening: directory, store: .postgres)
+
+        #expect(try server.engine.rowsForTesting(
+            "SELECT scope_id, identity, row_digest FROM membership ORDER BY scope_id, identity") == digests)
+        let client = try WireClient.connect(server)
+        let fresh = try client.rebuild(scope: "catalog", limit: 30)
+        #expect(fresh.checksum == (try DigestCheck.scopeDigest(fresh.records, scope: "catalog", manifest: client.manifest)))
+    }
+
     /// What a layout-2 server stored: membership without its members' row digests.
     static func downgradeToLayout2(_ db: Connection) throws {
         try db.execute("ALTER TABLE membership DROP COLUMN row_digest; PRAGMA user_version = 2;")
@@ -178,7 +203,7 @@ struct RebuildStagingTests {
     func migratesLayout2() throws {
         let directory = try TemporaryDirectory(prefix: "seedkit-server-migration")
         do {
-            let server = try RunningServer(rows: 100, reopening: directory)
+            let server = try RunningServer(rows: 100, reopening: directory, store: .sqlite)
             // A tombstone keeps its membership edge without a digest.
             _ = try server.engine.operatorDelete(table: "tbl_categories", pk: .number(JSONNumber(3)))
             _ = try WireClient.connect(server).rebuild(scope: "catalog", limit: 30)
