@@ -40,9 +40,12 @@ extension LocalRows {
                 try recomputedScopeDigest(scope: scope, check: check)
             }
         }
-        // The layout first: its DDL changes the stamp the digest is kept under.
-        if try !StoredScopeDigests.isInstalled(on: connection) { try connection.execute(StoredScopeDigests.layout) }
         return try digests.digest(scope: scope, on: connection, manifest: manifest) {
+            // Only when the memo cannot answer (an initial sync's terminal pull reuses finality's digest and creates
+            // nothing); the layout's DDL changes the stamp, so the stamp is taken after it.
+            if try !StoredScopeDigests.isInstalled(on: connection) {
+                try connection.execute(StoredScopeDigests.layout)
+            }
             let stamp = try ScopeDigestMemo.Stamp(connection: connection, manifest: manifest)
             let stored = StoredScopeDigests(rows: self, session: digests)
             if let checksum = try stored.storedDigest(scope: scope, stamp: stamp) { return checksum }

@@ -180,7 +180,6 @@ struct StoredScopeDigests {
     static func rewrite(
         scope: String, on connection: Connection, _ fill: (_ store: (RowIdentity, [UInt8]?, String, String) throws -> Void) throws -> Bool
     ) throws -> Bool {
-        if try !isInstalled(on: connection) { try connection.execute(layout) }
         for sql in [
             "DELETE FROM _synchro_seedkit_row_digests WHERE scope_id = ?",
             "DELETE FROM _synchro_seedkit_pending_edges WHERE scope_id = ?",
