@@ -5,7 +5,7 @@ SHARED     ?= ../shared
 VECTORS    ?= $(SHARED)/vectors/canonical-v1.json
 SEEDKIT    := .build/debug/seedkit
 
-.PHONY: all deps build release test bench demo clean crash fuzz drills install
+.PHONY: all deps build release test bench demo clean crash fuzz drills install docs
 PREFIX     ?= /usr/local
 
 all: build
@@ -44,6 +44,11 @@ drills: deps
 
 demo: build
 	@scripts/demo.sh "$(SEEDKIT)" "$(VECTORS)"
+
+# docs/cli.md's option tables (each `<!-- options:NAME -->` region), rewritten from the command declarations;
+# CLIDocsTests fails when they drift.
+docs: build
+	$(SEEDKIT) help --markdown docs/cli.md > docs/cli.md.new && mv docs/cli.md.new docs/cli.md
 
 # A release build of the command, installed as $(PREFIX)/bin/seedkit (make install PREFIX=$$HOME/.local).
 install: release

@@ -2,7 +2,8 @@
 # Installs the Debian packages seedkit builds and tests against, only those that are missing.
 set -euo pipefail
 
-packages=(libsqlite3-dev libzstd-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libpq-dev postgresql sqlite3 zstd gzip pkg-config)
+# zsh and fish only for CompletionTests, which check their completion scripts (skipped, with the reason, without them).
+packages=(libsqlite3-dev libzstd-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libpq-dev postgresql sqlite3 zstd gzip pkg-config zsh fish)
 missing=()
 for p in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then

@@ -23,16 +23,18 @@ final class BenchServer {
     private let transport: CurlTransport
     private let directory: URL
 
-    /// Starts a server for `seeds/demo` with `catalogRows` rows in its overridable table.
-    init(catalogRows: Int) throws {
+    /// Starts a server for `seeds/demo` with `catalogRows` rows in its overridable table, on SQLite or, with
+    /// `postgresStore` (a libpq connection string), on PostgreSQL.
+    init(catalogRows: Int, postgresStore: String? = nil) throws {
         directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("seedkit-bench-\(UUID().uuidString.lowercased())", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let dataset = try Dataset(directory: try Self.demoDirectory())
-        let configuration = ServerConfiguration(
+        var configuration = ServerConfiguration(
             dataset: dataset, rowsOverride: catalogRows,
             databasePath: directory.appendingPathComponent("server.db").path,
             credentials: [Self.credential: Self.user], operatorToken: Self.operatorToken, materialization: .immediate)
+        configuration.postgresStore = postgresStore
         let clock = ContinuousClock()
         let start = clock.now
         engine = try SyncEngine(configuration: configuration)

@@ -7,25 +7,43 @@ import SynchroProtocol
 public struct HTTPExportSource: SeedExportSource {
     private let transport: any HTTPTransport
     private let operatorToken: String
+    private let baseURL: String
+    private let retry: NetworkRetryPolicy
 
-    /// A source for the server at `baseURL` (`http(s)://host:port`, optionally ending in `/operator/seed`).
-    public init(baseURL: String, operatorToken: String) throws(SeedExportError) {
+    /// A source for the server at `baseURL` (`http(s)://host:port`, optionally ending in `/operator/seed`); each
+    /// request ends after `timeout` and is retried as `retry` allows (by default not at all: the commands pass
+    /// `--retries`).
+    public init(
+        baseURL: String, operatorToken: String, timeout: Duration = .seconds(60),
+        retry: NetworkRetryPolicy = NetworkRetryPolicy(retries: 0)
+    ) throws(SeedExportError) {
         var base = baseURL
         for suffix in ["/operator/seed/", "/operator/seed", "/"] where base.hasSuffix(suffix) {
             base.removeLast(suffix.count)
         }
+        var configuration = CurlTransport.Configuration(baseURL: base)
+        configuration.totalTimeout = timeout
+        configuration.connectTimeout = min(timeout, configuration.connectTimeout)
         do {
-            transport = try CurlTransport(configuration: .init(baseURL: base))
+            let curl = try CurlTransport(configuration: configuration)
+            transport = curl
+            self.baseURL = curl.baseURL
         } catch {
             throw .invalidSource(reason: "the source URL is not an http(s) URL without credentials")
         }
         self.operatorToken = operatorToken
+        self.retry = retry
     }
 
-    /// A source over an existing transport (tests inject faults here).
-    public init(transport: any HTTPTransport, operatorToken: String) {
+    /// A source over an existing transport (tests inject faults here); `baseURL` only names it in failures.
+    public init(
+        transport: any HTTPTransport, operatorToken: String, baseURL: String = "http://source",
+        retry: NetworkRetryPolicy = NetworkRetryPolicy(retries: 0)
+    ) {
         self.transport = transport
         self.operatorToken = operatorToken
+        self.baseURL = baseURL
+        self.retry = retry
     }
 
     public func schemaManifest() throws(SeedExportError) -> [UInt8] {
@@ -64,9 +82,10 @@ public struct HTTPExportSource: SeedExportSource {
     private func send(_ request: TransportRequest, route: String) throws(SeedExportError) -> [UInt8] {
         let response: TransportResponse
         do {
-            response = try transport.send(request)
+            response = try retry.send(request, via: transport, baseURL: baseURL)
         } catch {
-            throw .transport(route: route, reason: "\(error)")
+            throw .transport(
+                route: route, reason: error.description, rule: error.rule, retriesExhausted: error.retriesExhausted)
         }
         guard response.status == 200 else {
             // Only the error code is kept: messages may echo request members.

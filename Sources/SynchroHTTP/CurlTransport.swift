@@ -13,7 +13,8 @@ public final class CurlTransport: HTTPTransport, Sendable {
 
     /// The configuration this transport was created with.
     public let configuration: Configuration
-    private let baseURL: String
+    /// The base URL requests are sent below, without a trailing `/`.
+    public let baseURL: String
     private let easy: Mutex<UnsafeMutableRawPointer>
     /// Raised by `cancel()`; stays raised until `resetCancellation()`.
     private let cancellation = CancellationFlag()

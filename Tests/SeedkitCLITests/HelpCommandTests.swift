@@ -28,12 +28,12 @@ import _SeedkitTestSupport
     @Test func commandDashDashHelpListsTheOptionsTheParserAccepts() throws {
         let export = try SeedkitProcess.run(["export", "--help"])
         #expect(export.status == 0)
-        for option in ["--source VALUE", "--out VALUE", "--token-env VALUE", "--scopes VALUE", "--page-limit VALUE",
+        for option in ["--source URL", "--out FILE", "--token-env VAR", "--scopes A,B", "--page-limit N",
                        "--force", "--json"] {
             #expect(export.stdoutText.contains(option), "\(option)")
         }
         let pack = try SeedkitProcess.run(["pack", "-h"])
-        #expect(pack.status == 0 && pack.stdoutText.contains("--level VALUE"))
+        #expect(pack.status == 0 && pack.stdoutText.contains("--level N"))
     }
 
     @Test func versionPrintsTheVersionEvidenceRecords() throws {

@@ -164,14 +164,17 @@ import _SeedkitTestSupport
         #expect(dataset.stderrText.contains("invalid_dataset") || dataset.stderrText.contains("no-such-dataset"))
     }
 
-    @Test func aServerThatCannotBeReachedExitsWithStatus1() throws {
+    /// A refused connection is transient: once `--retries` are used up (none here) the run exits 4 naming the kind.
+    @Test func aServerThatCannotBeReachedExitsWithStatus4NamingTheKind() throws {
         let file = try directory.write("server.json", Array("""
             {"source": {"server": {"url": "http://127.0.0.1:9", "operator_token_env": "SEEDKIT_TEST_OPERATOR"}},
              "publish": {"directory": "out/server"}, "steps": ["export"]}
             """.utf8))
         let run = try SeedkitProcess.run(
-            ["pipeline", "run", file], environment: ["SEEDKIT_TEST_OPERATOR": "op-secret-77"])
-        #expect(run.status == 1)
+            ["pipeline", "run", file, "--retries", "0"], environment: ["SEEDKIT_TEST_OPERATOR": "op-secret-77"])
+        #expect(run.status == 4, "\(run.stderrText)")
+        #expect(run.stderrText.contains("(connection_refused)"), "\(run.stderrText)")
+        #expect(run.stderrText.contains("http://127.0.0.1:9/sync/schema"), "\(run.stderrText)")
         #expect(!run.stderrText.contains("op-secret-77"))
         #expect(!FileManager.default.fileExists(atPath: directory.path("out/server")))
     }

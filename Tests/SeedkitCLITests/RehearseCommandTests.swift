@@ -83,6 +83,21 @@ import _SeedkitTestSupport
         #expect(!run.stderrText.contains("wrong-secret-31"))
     }
 
+    @Test func anUnreachableServerIsRetriedVisiblyThenExits4NamingTheKindAndURL() throws {
+        let seed = try exportedSeed(from: server)
+        let port = try SilentListener.refusedPort()
+        let run = try SeedkitProcess.run(
+            ["rehearse", seed, "--server", "http://127.0.0.1:\(port)", "--token-env", "SEEDKIT_TEST_USER",
+             "--retries", "1", "--json"],
+            environment: Self.credentials.merging(["SEEDKIT_TEST_RETRY_WAIT_MS": "0"]) { _, new in new })
+        #expect(run.status == 4, "\(run.status): \(run.stderrText)")
+        #expect(run.stderrText.contains(
+            "rehearse: attempt 1 of 2 failed: connection_refused at http://127.0.0.1:\(port)/sync/connect"))
+        let error = try #require(run.lines.last.flatMap { try StrictJSONParser().parse(Array($0.utf8)).objectValue })
+        #expect(error["error"]?.objectValue?["rule"]?.stringValue == "retries_exhausted", "\(run.stdoutText)")
+        #expect(run.stderrText.contains("(retries_exhausted)") && run.stderrText.contains("connection_refused"))
+    }
+
     @Test func usageErrorsAndUnusableFilesExitWithStatus2() throws {
         let seed = try exportedSeed(from: server)
         let notASeed = try directory.write("notes.txt", Array("not a database".utf8))

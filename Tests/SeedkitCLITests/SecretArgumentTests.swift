@@ -11,7 +11,9 @@ struct SecretArgumentTests {
     static let commands: [[String]] = [
         ["conformance", "vectors"], ["digest", "manifest"], ["digest", "row"], ["digest", "scope"], ["digest", "push"],
         ["serve"], ["sync"], ["validate"], ["rebuild"], ["sql"], ["inspect"], ["pack"], ["unpack"], ["export"],
-        ["verify"], ["install"], ["pipeline", "run"], ["pipeline", "clean"], ["rehearse"], ["keygen"], ["sign"],
+        ["verify"], ["install"], ["pipeline", "run"], ["pipeline", "validate"], ["pipeline", "clean"],
+        ["rehearse"], ["keygen"], ["sign"],
+        ["completion"],
     ]
 
     /// An option whose name says it carries a credential. `--trusted-key` names a public key, which is no secret.

@@ -40,6 +40,17 @@ struct ValidateCommandTests {
         #expect(!(run.stdoutText + run.stderrText).contains("secret-alice"))
     }
 
+    @Test("an unreachable server is the finding server_comparison_failed.connection_refused naming the URL")
+    func unreachableServer() throws {
+        let port = try SilentListener.refusedPort()
+        let run = try validate(
+            ["--server", "http://127.0.0.1:\(port)", "--token-env", "SEEDKIT_TEST_TOKEN", "--retries", "0", "--json"])
+        #expect(run.status == 1, "\(run.stdoutText)\(run.stderrText)")
+        let text = run.stdoutText
+        #expect(text.contains("server_comparison_failed.connection_refused"), "\(text)")
+        #expect(text.contains("http://127.0.0.1:\(port)/sync/pull"), "\(text)")
+    }
+
     @Test("a row edited in the file is a row digest finding with exit 1, and a rebuild of its scope repairs it")
     func tamperedRow() throws {
         let line = try #require(try world.rows(

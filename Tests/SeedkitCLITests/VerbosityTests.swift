@@ -112,7 +112,7 @@ struct VerbosityTests {
         for command in Self.commands.map(\.[0]) {
             let help = try SeedkitProcess.run(["help", command])
             #expect(help.status == 0)
-            #expect(help.stdoutText.contains("\n  --quiet\n") && help.stdoutText.contains("\n  --verbose\n"),
+            #expect(help.stdoutText.contains("\n  --quiet ") && help.stdoutText.contains("\n  --verbose "),
                     "help \(command): \(help.stdoutText)")
         }
         let usage = try SeedkitProcess.run(["help"]).stdoutText

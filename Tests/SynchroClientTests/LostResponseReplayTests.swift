@@ -118,7 +118,7 @@ struct LostResponseReplayTests {
         // Seen: one transfer failure reached the engine, which scheduled one push retry without a status.
         #expect(transport.errors.count == 1)
         #expect(recorder.events.contains {
-            if case .retryScheduled(.push, 1, nil, _) = $0 { return true }
+            if case .retryScheduled(.push, 1, nil, _, _) = $0 { return true }
             return false
         })
         // Exact: two pushes sent and handled (the lost one and its replay, no hidden resend), byte-identical,

@@ -25,8 +25,9 @@ struct RequestAheadTests {
     @Test("a failure sent ahead surfaces as the exchange's typed error")
     func failureSurfaces() {
         let ahead = RequestAhead<Int>()
-        ahead.send([9]) { () throws(SyncError) in throw .transport(reason: "lost") }
-        #expect(throws: SyncError.transport(reason: "lost")) { try ahead.take([9])?.get() }
+        let lost = SyncTransportFailure(rule: "transport", message: "lost", isRetryable: true)
+        ahead.send([9]) { () throws(SyncError) in throw .transport(lost) }
+        #expect(throws: SyncError.transport(lost)) { try ahead.take([9])?.get() }
     }
 
     @Test("nothing is sent once the cycle is stopping")

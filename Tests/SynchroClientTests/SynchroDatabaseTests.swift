@@ -295,7 +295,7 @@ struct SynchroDatabaseTests {
         scheduler.runNext()
         #expect(events.all.contains(.schemaApplied(action: "replace")))
         #expect(events.all.contains {
-            if case .retryScheduled(.pull, 1, 503, _) = $0 { return true }
+            if case .retryScheduled(.pull, 1, 503, _, _) = $0 { return true }
             return false
         })
 

@@ -241,4 +241,49 @@ struct TransportFaultTests {
         #expect(transport.base.paths.filter { $0 == "/sync/pull" }.count - pullsBefore == 7)
         #expect(SyncCycleError.pageLimit(phase: .pull, pages: 7).code == "page_limit")
     }
+
+    @Test("a server that always answers another rebuild page: the attempt stops at the page cap with page_limit")
+    func endlessRebuild() throws {
+        let endless = EndlessRebuildTransport(base: transport.base)
+        let (store, clock) = (fixture.store, clock)
+        let cycle = SyncCycle(
+            context: fixture.context(over: endless),
+            configuration: .init(retry: SyncRetryPolicy(maxAttempts: 1), maxPages: 7),
+            delay: { delay in clock.advance(by: delay) },
+            random: RandomSource { 0 })
+        #expect(throws: SyncCycleError.pageLimit(phase: .rebuild, pages: 7)) {
+            try cycle.run()
+        }
+        // The page after the cap may be requested ahead while the seventh applies, never more.
+        #expect((7...8).contains(endless.pagesSent))
+        #expect(try store.inspect().scopes.allSatisfy { !$0.hasCursor })
+    }
+}
+
+/// A server whose every rebuild page says there is more: an intermediate page without records under a new
+/// continuation each time (connect and everything else go to the reference server).
+final class EndlessRebuildTransport: SyncTransport, Sendable {
+    let base: CycleTransport
+    private let sent = Mutex(0)
+
+    init(base: CycleTransport) {
+        self.base = base
+    }
+
+    /// Rebuild requests answered so far.
+    var pagesSent: Int { sent.withLock { $0 } }
+
+    func post(path: String, body: [UInt8]) throws -> SyncReply {
+        guard path == "/sync/rebuild" else { return try base.post(path: path, body: body) }
+        let request = try StrictJSONParser().parse(body)
+        let scope = request.objectValue?["scope"] ?? .null
+        let page = sent.withLock { sent in
+            sent += 1
+            return sent
+        }
+        let reply: JSONValue = .object(JSONObject([
+            "scope": scope, "records": .array([]), "cursor": .string("more-\(page)"), "has_more": .bool(true),
+        ]))
+        return SyncReply(status: 200, headers: [], body: try CanonicalJSON.encode(reply))
+    }
 }

@@ -16,7 +16,7 @@ struct ServerLifecycleTests {
         #expect(server.port == nil)
         server.stop()
         let transport = try makeTransport(port: port)
-        #expect(outcome(transport, .get("/ready")) == .failure(.couldNotConnect))
+        #expect(outcome(transport, .get("/ready")) == .failure(.connectionRefused))
     }
 
     @Test("stop after traffic closes kept-alive connections, and the server can start again")
@@ -29,7 +29,7 @@ struct ServerLifecycleTests {
             #expect(response.body == Array("\(index)".utf8))
         }
         server.stop()
-        #expect(outcome(transport, .get("/ready")) == .failure(.couldNotConnect))
+        #expect(outcome(transport, .get("/ready")) == .failure(.connectionRefused))
 
         let newPort = try server.start()
         defer { server.stop() }
@@ -74,7 +74,7 @@ struct ServerLifecycleTests {
         let transport = try makeTransport(port: port)
         #expect(try transport.send(.get("/ready")).status == 200)
         server = nil
-        #expect(outcome(transport, .get("/ready")) == .failure(.couldNotConnect))
+        #expect(outcome(transport, .get("/ready")) == .failure(.connectionRefused))
     }
 
     @Test("starting twice, a non-numeric host and a port in use are typed errors")

@@ -4,12 +4,12 @@ import Testing
 
 @Suite("Transport failures and privacy")
 struct TransportErrorTests {
-    @Test("a closed port is couldNotConnect")
+    @Test("a closed port is connectionRefused")
     func refused() throws {
         let server = HTTPServer(handler: EchoHandler())
         let port = try server.start()
         server.stop()
-        #expect(outcome(try makeTransport(port: port), .get("/ready")) == .failure(.couldNotConnect))
+        #expect(outcome(try makeTransport(port: port), .get("/ready")) == .failure(.connectionRefused))
     }
 
     @Test("TLS against a plain HTTP server and an unreadable CA file are tls failures")
@@ -54,7 +54,7 @@ struct TransportErrorTests {
             appVersion: "1.0.0")
         let response = TransportResponse(status: 200, headers: [("Set-Cookie", secret)], body: Array(secret.utf8))
         let errors: [TransportError] = [
-            .couldNotConnect, .timedOut, .cancelled, .tooLarge(limit: 1), .tls, .invalidRequest, .other(code: 56),
+            .connectionRefused, .timedOut, .cancelled, .tooLarge(limit: 1), .tls, .invalidRequest, .other(code: 56),
         ]
         let head = HTTPRequestHead(
             method: "POST", path: "/sync/pull", query: "cursor=\(secret)",

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import PostgresKit
 
 /// A throwaway PostgreSQL cluster for tests: `initdb` into a fresh temporary directory, its own Unix socket
 /// directory and TCP port on 127.0.0.1, started with `pg_ctl`, and stopped and removed when the test process
@@ -38,6 +39,16 @@ public final class PostgresCluster: Sendable {
     /// through `PGPASSWORD` or a passfile, as a user would).
     public func tcpURI(database: String = "postgres", user: String = superuser) -> String {
         "postgresql://\(user)@127.0.0.1:\(port)/\(database)"
+    }
+
+    /// Runs `sql` as the superuser in `database` (over the socket): tests that need a role or drop a function.
+    public func execute(_ sql: String, database: String = "postgres") throws {
+        _ = try PostgresConnection(connectionString: socketConnectionString(database: database)).execute(sql)
+    }
+
+    /// Creates a password login, a member of `group` when given (cluster-wide, so tests use unique names).
+    public func createLogin(_ name: String, password: String, memberOf group: String? = nil) throws {
+        try execute("CREATE ROLE \(name) LOGIN PASSWORD '\(password)'" + (group.map { " IN ROLE \($0)" } ?? ""))
     }
 
     /// The cluster shared by every test of this process, started on first use and stopped at exit. Nil, with the

@@ -11,6 +11,8 @@ public final class RunningServer: @unchecked Sendable {
     public let engine: SyncEngine
     public let clock: ManualServerClock
     public let baseURL: String
+    /// The loopback port the server listens on.
+    public let port: UInt16
     public let directory: TemporaryDirectory
     private let server: HTTPServer
     private let transport: CurlTransport
@@ -57,13 +59,19 @@ public final class RunningServer: @unchecked Sendable {
     /// The libpq connection string of the server's PostgreSQL database; nil on SQLite.
     public let postgresStore: String?
 
+    /// The name of the server's PostgreSQL database; nil on SQLite.
+    public var postgresDatabase: String? {
+        postgresStore?.split(separator: " ").first { $0.hasPrefix("dbname=") }.map { String($0.dropFirst(7)) }
+    }
+
     /// Starts a server for `dataset` (a folder name under `seeds/`) with `rows` rows in its large table; with
     /// `existing`, on the database another server left in that directory; with `sharing`, a second server process
     /// on the same PostgreSQL database as that one (its own engine, connection and port).
     public init(
         dataset name: String = "demo", rows: Int = 300, materialization: MaterializationMode = .immediate,
         minimumClientVersion: SemanticVersion? = nil, checkpointFrames: Int? = nil,
-        reopening existing: TemporaryDirectory? = nil, store: Store? = nil, sharing: RunningServer? = nil
+        reopening existing: TemporaryDirectory? = nil, store: Store? = nil, sharing: RunningServer? = nil,
+        failedAuthenticationLimit: FailedAuthenticationLimit? = FailedAuthenticationLimit()
     ) throws {
         directory = try existing ?? TemporaryDirectory(prefix: "seedkit-server")
         clock = ManualServerClock()
@@ -73,6 +81,7 @@ public final class RunningServer: @unchecked Sendable {
             credentials: Self.credentials, operatorToken: Self.operatorToken, clock: clock,
             minimumClientVersion: minimumClientVersion, materialization: materialization)
         configuration.checkpointFrames = checkpointFrames
+        configuration.failedAuthenticationLimit = failedAuthenticationLimit
         let marker = directory.path("postgres-store")
         if let sharing {
             postgresStore = sharing.postgresStore
@@ -88,6 +97,7 @@ public final class RunningServer: @unchecked Sendable {
         engine = try SyncEngine(configuration: configuration)
         server = HTTPServer(handler: engine)
         let port = try server.start(host: "127.0.0.1", port: 0)
+        self.port = port
         baseURL = "http://127.0.0.1:\(port)"
         transport = try CurlTransport(configuration: .init(baseURL: baseURL))
     }

@@ -7,9 +7,10 @@ import SystemKit
 public enum SeedExportError: Error, Sendable, CustomStringConvertible {
     /// The source cannot be used as given (URL, options).
     case invalidSource(reason: String)
-    /// The request to the source failed before a response; `reason` is a fixed text of the failure kind (never a
-    /// URL, header or credential).
-    case transport(route: String, reason: String)
+    /// The request to the source got no usable answer; `reason` names the kind and the URL (never its query, a
+    /// header or a credential), `rule` the kind (`connection_refused`, `dns_failure`, `tls_failure`, `timeout`, …),
+    /// and `retriesExhausted` whether it was retried until the attempts ran out (exit status 4).
+    case transport(route: String, reason: String, rule: String = "transport_failed", retriesExhausted: Bool = false)
     /// The source answered with a non-200 status (`code`: the wire error code, when present).
     case refused(route: String, status: Int, code: String?)
     /// A database source failed the call at `route` (a function name): connection, privilege, interface,
@@ -51,7 +52,7 @@ public enum SeedExportError: Error, Sendable, CustomStringConvertible {
     public var rule: String {
         switch self {
         case .invalidSource: "invalid_source"
-        case .transport: "transport_failed"
+        case .transport(_, _, let rule, _): rule
         case .refused(_, _, let code): code ?? "source_refused"
         case .database(_, let failure): failure.rule
         case .malformedJSON(_, let rule, _): rule
@@ -75,7 +76,7 @@ public enum SeedExportError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .invalidSource(let reason): "invalid source: \(reason)"
-        case .transport(let route, let reason): "\(route): \(reason)"
+        case .transport(let route, let reason, _, _): "\(route): \(reason)"
         case .refused(let route, let status, let code): "\(route): the source answered \(status)\(code.map { " \($0)" } ?? "")"
         case .database(let route, let failure): "\(route): \(failure)"
         case .malformedJSON(let route, let rule, let offset): "\(route): not strict JSON (\(rule) at octet \(offset))"

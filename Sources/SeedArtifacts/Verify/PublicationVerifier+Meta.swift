@@ -86,7 +86,7 @@ extension PublicationVerifier {
                 return "is not a canonical integer in 1…1000"
             }
             return nil
-        case .clientServerID, .replacedClientIDs, .clientGeneration, .atomicGroupID:
+        case .clientServerID, .replacedClientIDs, .manifestIndexes, .clientGeneration, .atomicGroupID:
             return "is not a seed key"
         }
     }

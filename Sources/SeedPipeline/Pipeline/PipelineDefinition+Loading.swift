@@ -15,10 +15,11 @@ extension PipelineDefinition {
     static let publishMembers = ["directory"]
     static let signMembers = ["key_file", "key_env"]
 
-    /// Loads and validates the pipeline file at `file`; relative paths in it are resolved against its directory and
-    /// credentials are read from `environment`.
+    /// Loads and validates the pipeline file at `file` with `overrides` applied (``PipelineOverride``); relative paths
+    /// in it are resolved against its directory and credentials are read from `environment`.
     public static func load(
-        file: String, environment: [String: String] = ProcessInfo.processInfo.environment
+        file: String, environment: [String: String] = ProcessInfo.processInfo.environment,
+        overrides: [PipelineOverride] = []
     ) throws(PipelineDefinitionError) -> PipelineDefinition {
         let url = URL(fileURLWithPath: file).standardizedFileURL
         guard let data = FileManager.default.contents(atPath: url.path) else {
@@ -26,7 +27,7 @@ extension PipelineDefinition {
         }
         var definition = try PipelineDefinition(
             bytes: Array(data), baseDirectory: url.deletingLastPathComponent().path, environment: environment,
-            defaultName: url.deletingPathExtension().lastPathComponent)
+            defaultName: url.deletingPathExtension().lastPathComponent, overrides: overrides)
         definition.file = (url.lastPathComponent, Hex.encode(SHA256.hash(Array(data))))
         return definition
     }
@@ -34,14 +35,15 @@ extension PipelineDefinition {
     /// Validates a pipeline document given as bytes; relative paths are resolved against `baseDirectory`.
     public init(
         bytes: [UInt8], baseDirectory: String, environment: [String: String],
-        defaultName: String = "pipeline"
+        defaultName: String = "pipeline", overrides: [PipelineOverride] = []
     ) throws(PipelineDefinitionError) {
-        let json: JSONValue
+        var json: JSONValue
         do {
             json = try StrictJSONParser(limits: JSONLimits(maxBytes: 1 << 20, maxDepth: 16)).parse(bytes)
         } catch {
             throw .malformedJSON(error)
         }
+        for override in overrides { json = try override.apply(to: json) }
         let root = try PipelineMemberReader(json, path: "", allowed: Self.rootMembers)
         let base = URL(fileURLWithPath: baseDirectory).standardizedFileURL.path
         // The steps first, because which credentials and members are required depends on them; then the required

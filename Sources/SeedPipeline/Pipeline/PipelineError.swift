@@ -32,6 +32,8 @@ public enum PipelineError: Error, Sendable, CustomStringConvertible {
         case .invalidDataset(_, let error): "invalid_dataset.\(error.rule.rawValue)"
         case .scopeNotPortable: "scope_not_portable"
         case .publishDirectoryNotPublication: "publish_directory_not_publication"
+        // A network failure keeps its kind as the rule (`connection_refused`), the same for every command.
+        case .source(.transport(_, _, let rule, _)): rule
         case .source(let error): "source.\(error.rule)"
         case .embeddedServer: "embedded_server_failed"
         case .signing(let error): "signing.\(error.rule)"

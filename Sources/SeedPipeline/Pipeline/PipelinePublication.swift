@@ -26,7 +26,8 @@ struct PipelinePublication {
     }
 
     /// Refuses a publish directory that is not a directory or that holds anything besides a publication's files:
-    /// the swap would otherwise discard them.
+    /// the swap would otherwise discard them. Checked when the run starts and again just before the exchange (a file
+    /// added while the run ran stays where it was put, and the run fails naming it).
     func checkReplaceable() throws(PipelineError) {
         guard FileSystem.exists(directory) else { return }
         guard FileSystem.isDirectory(directory) else {
@@ -62,12 +63,15 @@ struct PipelinePublication {
     /// previous publication ends up at `staging` and is removed. With a `signingKey`, the `provenance` statement
     /// of the subjects (every file above, `SHA256SUMS` included) is signed and written as
     /// ``PublicationSignature/fileName``.
+    ///
+    /// The previous publication loses only its publication files: an entry someone added to the publish directory
+    /// between the last check and the exchange is kept, with the previous directory, at ``keptPath`` (returned).
     func publish(
         in staging: String, seed: String, packed: String?, patch: String? = nil,
         evidence: (_ artifacts: [SeedEvidence.Artifact]) -> JSONValue,
         signingKey: Ed25519PrivateKey? = nil,
         provenance: (_ subjects: [ProvenanceStatement.Subject]) -> ProvenanceStatement? = { _ in nil }
-    ) throws(PipelineError) -> PublishedSeed {
+    ) throws(PipelineError) -> (seed: PublishedSeed, kept: KeptEntries?) {
         let assembly = try PipelineError.io { () throws(SystemError) in
             try DurableDirectory(destination: directory, staging: staging)
         }
@@ -109,9 +113,31 @@ struct PipelinePublication {
             try assembly.write(evidenceBytes, as: Self.evidenceName)
             try assembly.write(sumsBytes, as: Self.sumsName)
             if let envelope { try assembly.write(envelope, as: Self.signatureName) }
-            try assembly.publish()
         }
-        return published
+        // The last moment a foreign entry can be left where it is: nothing has been replaced yet.
+        CrashPoint.reached("pipeline.before_exchange")
+        try checkReplaceable()
+        try PipelineError.io { () throws(SystemError) in try assembly.publish() }
+        CrashPoint.reached("pipeline.exchanged")
+        let keep = keptPath
+        let foreign = try PipelineError.io { () throws(SystemError) in
+            try assembly.removePrevious(known: Set(Self.names), keepingRestAt: keep)
+        }
+        return (published, foreign.isEmpty ? nil : KeptEntries(directory: keep, entries: foreign))
+    }
+
+    /// Entries of the previous publication that were not publication files: kept, never deleted.
+    struct KeptEntries {
+        /// Where the previous publish directory was moved with them.
+        let directory: String
+        /// Their names, sorted.
+        let entries: [String]
+    }
+
+    /// A new path beside the publish directory for a previous publication that held foreign entries; not a
+    /// scratch name, so no later run removes it.
+    var keptPath: String {
+        URL(fileURLWithPath: parent).appendingPathComponent("\(name).kept-\(UUID().uuidString.lowercased())").path
     }
 
     /// The publish directory's name.

@@ -33,6 +33,8 @@ public struct PipelineReport: Sendable {
     public let pack: PackReport?
     public let rehearsal: RehearsalReport?
     public let seconds: Double
+    /// Dry run only: what a run needs from outside, each checked (``PipelineCheck``).
+    public var checks: [PipelineCheck] = []
 
     /// The failed step, when the run failed.
     public var failedStep: PipelineStepResult? {
@@ -55,6 +57,7 @@ public struct PipelineReport: Sendable {
             JSONMember("seconds", PipelineJSON.seconds(seconds)),
         ]
         if outcome == .validated { members.append(JSONMember("up_to_date", .bool(upToDate))) }
+        if !checks.isEmpty { members.append(JSONMember("checks", .array(checks.map(\.json)))) }
         return .object(JSONObject(members))
     }
 }

@@ -121,9 +121,10 @@ extension PipelineRun {
         } catch {
             return .failed(rule: error.rule, message: error.description)
         }
-        let options = RehearsalOptions(
+        var options = RehearsalOptions(
             server: connection.rehearsalServer, credential: credential, appVersion: definition.rehearsal.appVersion,
             pageLimit: definition.pageLimit, rebuildCompare: definition.rehearsal.rebuildCompare)
+        options.network = self.options.network
         let events = self.events
         let pulled = Mutex<Int64>(0)
         do {
@@ -156,7 +157,7 @@ extension PipelineRun {
         let pipeline = pipelineEvidence(source)
         let run = self
         do {
-            let seed = try publication.publish(
+            let (seed, kept) = try publication.publish(
                 in: path("publication"), seed: seedPath, packed: definition.runs(.pack) ? packedPath : nil,
                 patch: patch == nil ? nil : patchPath,
                 evidence: { artifacts in
@@ -166,7 +167,11 @@ extension PipelineRun {
                 }, signingKey: signingKey, provenance: { run.provenance($0, source: source) })
             published = seed
             let bytes = PipelinePublication.names.reduce(Int64(0)) { $0 + FileSystem.size(of: publication.path($1)) }
-            return .passed(rows: seed.rows, bytes: bytes)
+            // Names only: what someone else's file holds is none of the report's business.
+            let warnings = kept.map { kept in
+                kept.entries.map { "foreign_entry_kept: \($0) (not a publication file) kept in \(kept.directory)" }
+            } ?? []
+            return .passed(rows: seed.rows, bytes: bytes, warnings: warnings)
         } catch {
             return .failed(rule: error.rule, message: error.description)
         }

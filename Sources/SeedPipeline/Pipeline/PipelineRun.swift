@@ -58,7 +58,7 @@ struct PipelineRun {
         defer { FileSystem.removeTree(scratch) }
         let sourceStarted = ContinuousClock.now
         let connection = try PipelineSourceConnection(
-            definition, probe: probe, scratch: scratch, wrap: options.wrapWithInterruption)
+            definition, probe: probe, scratch: scratch, wrap: options.wrapWithInterruption, network: options.network)
         defer { connection.stop() }
         events(.sourceReady(kind: definition.source.kind, seconds: PipelineRunner.seconds(since: sourceStarted)))
 
@@ -109,8 +109,9 @@ struct PipelineRun {
         }
         let seconds = PipelineRunner.seconds(since: started)
         switch outcome {
-        case .passed(let rows, let bytes):
-            return PipelineStepResult(step: step, outcome: .passed, rows: rows, bytes: bytes, seconds: seconds)
+        case .passed(let rows, let bytes, let warnings):
+            return PipelineStepResult(
+                step: step, outcome: .passed, rows: rows, bytes: bytes, seconds: seconds, warnings: warnings)
         case .failed(let failure, let rows):
             return PipelineStepResult(step: step, outcome: .failed, rows: rows, seconds: seconds, failure: failure)
         }
@@ -119,7 +120,7 @@ struct PipelineRun {
 
 /// What a step's body returns; ``PipelineRun`` adds the step and its time.
 enum StepOutcome {
-    case passed(rows: Int64?, bytes: Int64?)
+    case passed(rows: Int64?, bytes: Int64?, warnings: [String] = [])
     case failed(PipelineStepFailure, rows: Int64? = nil)
 
     static func failed(rule: String, message: String, findings: [SeedFinding] = []) -> StepOutcome {

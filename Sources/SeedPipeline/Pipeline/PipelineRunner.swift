@@ -18,6 +18,11 @@ public struct PipelineRunOptions: Sendable {
     /// Whether the run was asked to stop (SIGINT, SIGTERM): checked before each step and at every export page; a
     /// stopped run removes its scratch directory and reports ``PipelineReport/Outcome/interrupted``.
     public var isInterrupted: @Sendable () -> Bool
+    /// Request time limit, retries and their announcement, for the source and the rehearsal.
+    public var network = NetworkSettings()
+    /// Free bytes of the file system holding a path (statvfs; tests inject a full disk), for the dry run's
+    /// `publish_parent` check.
+    public var freeSpace: @Sendable (String) -> Int64? = PipelineDryRun.statvfsFreeSpace
 
     public init(
         dryRun: Bool = false, force: Bool = false,
@@ -58,22 +63,63 @@ public enum PipelineRunner {
         if lock != nil { publication.removeStaleScratch() }
         try publication.checkReplaceable()
         guard !options.isInterrupted() else { throw .interrupted }
-        let probe = try PipelineSourceProbe.probe(definition, wrap: options.wrapWithInterruption)
+        if options.dryRun {
+            return try dryRun(definition, publication: publication, options: options, started: started)
+        }
+        let probe = try PipelineSourceProbe.probe(
+            definition, wrap: options.wrapWithInterruption, network: options.network)
         guard !options.isInterrupted() else { throw .interrupted }
         let current = options.force ? nil : upToDate(definition, probe: probe, publication: publication)
-        if options.dryRun || current != nil {
+        if current != nil {
             let steps = PipelineStep.allCases.map { step in
-                PipelineStepResult(
-                    step: step, outcome: !definition.runs(step) ? .skipped : current != nil ? .reused : .planned)
+                PipelineStepResult(step: step, outcome: !definition.runs(step) ? .skipped : .reused)
             }
             return PipelineReport(
-                name: definition.name, outcome: options.dryRun ? .validated : .upToDate, upToDate: current != nil,
+                name: definition.name, outcome: .upToDate, upToDate: true,
                 steps: steps, publishDirectory: definition.publishDirectory, seed: current,
                 export: nil, verification: nil, pack: nil, rehearsal: nil, seconds: seconds(since: started))
         }
         var run = try PipelineRun(
             definition: definition, probe: probe, publication: publication, options: options, events: events)
         return try run.execute(started: started)
+    }
+
+    /// A dry run: the definition's own problems throw as for a run; what a run needs from outside — the source, the
+    /// operator and rehearsal credentials, the publish parent — becomes one ``PipelineCheck`` each, and any failed
+    /// check makes the outcome ``PipelineReport/Outcome/failed`` (docs/pipelines.md, "Dry run"). Nothing durable is
+    /// written.
+    static func dryRun(
+        _ definition: PipelineDefinition, publication: PipelinePublication, options: PipelineRunOptions,
+        started: ContinuousClock.Instant
+    ) throws(PipelineError) -> PipelineReport {
+        let probe: Result<PipelineSourceProbe, PipelineError>
+        do {
+            probe = .success(try PipelineSourceProbe.probe(
+                definition, wrap: options.wrapWithInterruption, network: options.network))
+        } catch {
+            // The source's answers are checks; the definition's problems (a scope that is not portable, an invalid
+            // dataset) stay errors, as in a run.
+            guard case .source = error else { throw error }
+            probe = .failure(error)
+        }
+        var checks = PipelineDryRun.sourceChecks(definition, probe: probe)
+        if let rehearsal = PipelineDryRun.rehearsalCheck(definition, network: options.network) {
+            checks.append(rehearsal)
+        }
+        let probed = try? probe.get()
+        checks.append(PipelineDryRun.publishParentCheck(
+            definition, probe: probed, publication: publication, freeSpace: options.freeSpace))
+        let current = options.force ? nil : probed.flatMap { upToDate(definition, probe: $0, publication: publication) }
+        let steps = PipelineStep.allCases.map { step in
+            PipelineStepResult(
+                step: step, outcome: !definition.runs(step) ? .skipped : current != nil ? .reused : .planned)
+        }
+        var report = PipelineReport(
+            name: definition.name, outcome: checks.allSatisfy(\.passed) ? .validated : .failed,
+            upToDate: current != nil, steps: steps, publishDirectory: definition.publishDirectory, seed: current,
+            export: nil, verification: nil, pack: nil, rehearsal: nil, seconds: seconds(since: started))
+        report.checks = checks
+        return report
     }
 
     /// `pipeline clean`: removes the scratch directories that dead runs of `definition` left beside its publish

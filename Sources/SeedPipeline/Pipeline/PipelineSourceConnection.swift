@@ -15,7 +15,7 @@ final class PipelineSourceConnection: Sendable {
     /// Starts the embedded server (its database in `scratch`) or connects to the server source.
     init(
         _ definition: PipelineDefinition, probe: PipelineSourceProbe, scratch: String,
-        wrap: (@Sendable (any SeedExportSource) -> any SeedExportSource)?
+        wrap: (@Sendable (any SeedExportSource) -> any SeedExportSource)?, network: NetworkSettings
     ) throws(PipelineError) {
         switch definition.source {
         case .embedded(_, let rows):
@@ -29,7 +29,7 @@ final class PipelineSourceConnection: Sendable {
             do throws(PipelineError) {
                 exportSource = RecordingExportSource(
                     try PipelineSourceProbe.exportSource(
-                        url: server.baseURL, operatorToken: server.operatorToken, wrap: wrap))
+                        url: server.baseURL, operatorToken: server.operatorToken, wrap: wrap, network: network))
             } catch {
                 server.stop()
                 throw error
@@ -38,12 +38,14 @@ final class PipelineSourceConnection: Sendable {
             embedded = nil
             rehearsalServer = server.url
             rehearsalCredential = server.userToken?.value
-            exportSource = RecordingExportSource(try PipelineSourceProbe.exportSource(definition.source, wrap: wrap))
+            exportSource = RecordingExportSource(
+                try PipelineSourceProbe.exportSource(definition.source, wrap: wrap, network: network))
         case .postgresql(let postgresql):
             embedded = nil
             rehearsalServer = postgresql.serverURL ?? ""
             rehearsalCredential = postgresql.userToken?.value
-            exportSource = RecordingExportSource(try PipelineSourceProbe.exportSource(definition.source, wrap: wrap))
+            exportSource = RecordingExportSource(
+                try PipelineSourceProbe.exportSource(definition.source, wrap: wrap, network: network))
         }
     }
 

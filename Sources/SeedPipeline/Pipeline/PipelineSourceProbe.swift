@@ -18,7 +18,8 @@ struct PipelineSourceProbe {
     /// Loads the embedded dataset, or asks the server for its schema and a fresh export manifest (which the
     /// reference server records as an export; upstream's manifest function is read-only). Nothing local is written.
     static func probe(
-        _ definition: PipelineDefinition, wrap: (@Sendable (any SeedExportSource) -> any SeedExportSource)?
+        _ definition: PipelineDefinition, wrap: (@Sendable (any SeedExportSource) -> any SeedExportSource)?,
+        network: NetworkSettings = NetworkSettings()
     ) throws(PipelineError) -> PipelineSourceProbe {
         switch definition.source {
         case .embedded(let path, _):
@@ -36,7 +37,7 @@ struct PipelineSourceProbe {
                 inputs: PipelineInputs(definition: definition, datasetFiles: PipelineInputs.datasetFiles(path)),
                 state: nil, dataset: dataset)
         case .server, .postgresql:
-            let source = try exportSource(definition.source, wrap: wrap)
+            let source = try exportSource(definition.source, wrap: wrap, network: network)
             let export: SeedExportManifest
             do {
                 export = try currentExport(source, pageLimit: definition.pageLimit)
@@ -62,12 +63,14 @@ struct PipelineSourceProbe {
 
     /// The export source of a server or PostgreSQL source (the embedded source's server is started first).
     static func exportSource(
-        _ source: PipelineSource, wrap: (@Sendable (any SeedExportSource) -> any SeedExportSource)?
+        _ source: PipelineSource, wrap: (@Sendable (any SeedExportSource) -> any SeedExportSource)?,
+        network: NetworkSettings
     ) throws(PipelineError) -> any SeedExportSource {
         switch source {
         case .embedded: preconditionFailure("the embedded source has no export source before its server starts")
         case .server(let server):
-            return try exportSource(url: server.url, operatorToken: server.operatorToken.value, wrap: wrap)
+            return try exportSource(
+                url: server.url, operatorToken: server.operatorToken.value, wrap: wrap, network: network)
         case .postgresql(let postgresql):
             let source: PostgresExportSource
             do {
@@ -80,11 +83,13 @@ struct PipelineSourceProbe {
     }
 
     static func exportSource(
-        url: String, operatorToken: String, wrap: (@Sendable (any SeedExportSource) -> any SeedExportSource)?
+        url: String, operatorToken: String, wrap: (@Sendable (any SeedExportSource) -> any SeedExportSource)?,
+        network: NetworkSettings
     ) throws(PipelineError) -> any SeedExportSource {
         let source: HTTPExportSource
         do {
-            source = try HTTPExportSource(baseURL: url, operatorToken: operatorToken)
+            source = try HTTPExportSource(
+                baseURL: url, operatorToken: operatorToken, timeout: network.timeout, retry: network.retryPolicy)
         } catch {
             throw .source(error)
         }

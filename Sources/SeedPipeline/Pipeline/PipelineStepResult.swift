@@ -29,10 +29,13 @@ public struct PipelineStepResult: Sendable {
     public let seconds: Double
     /// Why the step failed.
     public let failure: PipelineStepFailure?
+    /// What a passed step noticed and left alone (publish: a foreign entry it kept), one line each, naming files,
+    /// never their contents.
+    public let warnings: [String]
 
     init(
         step: PipelineStep, outcome: Outcome, rows: Int64? = nil, bytes: Int64? = nil, seconds: Double = 0,
-        failure: PipelineStepFailure? = nil
+        failure: PipelineStepFailure? = nil, warnings: [String] = []
     ) {
         self.step = step
         self.outcome = outcome
@@ -40,6 +43,7 @@ public struct PipelineStepResult: Sendable {
         self.bytes = bytes
         self.seconds = seconds
         self.failure = failure
+        self.warnings = warnings
     }
 
     var jsonMembers: [JSONMember] {
@@ -49,6 +53,7 @@ public struct PipelineStepResult: Sendable {
             JSONMember("bytes", bytes.map { .number(JSONNumber($0)) } ?? .null),
             JSONMember("seconds", PipelineJSON.seconds(seconds)),
         ]
+        if !warnings.isEmpty { members.append(JSONMember("warnings", .array(warnings.map(JSONValue.string)))) }
         if let failure {
             members.append(JSONMember("rule", .string(failure.rule)))
             members.append(JSONMember("message", .string(failure.message)))

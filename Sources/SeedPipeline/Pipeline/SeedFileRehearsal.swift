@@ -53,6 +53,8 @@ public enum SeedFileRehearsalError: Error, Sendable, CustomStringConvertible {
     public var rule: String {
         switch self {
         case .install(let error): "install.\(error.rule)"
+        // A network failure keeps its kind as the rule (`connection_refused`), the same for every command.
+        case .rehearsal(.sync(let error)) where error.networkRule != nil: error.networkRule ?? ""
         case .rehearsal(let error): "rehearsal.\(error.rule)"
         case .workDirectory: "work_directory"
         }

@@ -15,6 +15,8 @@ public struct RehearsalOptions: Sendable {
     public var pageLimit: Int64
     /// Also rebuild every portable scope from the server into a fresh store and compare digests.
     public var rebuildCompare: Bool
+    /// Request time limit, retries and their announcement.
+    public var network = NetworkSettings()
 
     public init(
         server: String, credential: String, clientID: String? = nil, appVersion: String = "1.0.0",
@@ -70,8 +72,14 @@ public enum RehearsalError: Error, Sendable, CustomStringConvertible {
         switch self {
         case .store: "store_failed"
         case .transport: "transport_failed"
-        case .sync: "sync_failed"
+        case .sync(let error): error.networkRule ?? "sync_failed"
         }
+    }
+
+    /// Whether the first sync's retries ran out (exit status 4 of `rehearse`).
+    public var retriesExhausted: Bool {
+        if case .sync(.retriesExhausted) = self { return true }
+        return false
     }
 
     public var description: String {
@@ -137,7 +145,8 @@ public enum SeedRehearsal {
         let transport: HTTPSyncTransport
         do {
             transport = try HTTPSyncTransport(
-                baseURL: options.server, credential: options.credential, appVersion: options.appVersion)
+                baseURL: options.server, credential: options.credential, appVersion: options.appVersion,
+                timeout: options.network.timeout)
         } catch {
             throw .transport("\(error)")
         }
@@ -145,15 +154,14 @@ public enum SeedRehearsal {
             store: store, transport: transport, platform: "linux", appVersion: options.appVersion,
             pageLimit: options.pageLimit)
         do {
-            return try SyncCycle(context: context, delay: realDelay, events: events).run()
+            return try SyncCycle(
+                context: context, configuration: SyncCycle.Configuration(retry: options.network.syncRetryPolicy),
+                delay: options.network.sleep,
+                events: options.network.announcingRetries(server: options.server, events)
+            ).run()
         } catch {
             throw .sync(error)
         }
-    }
-
-    @Sendable private static func realDelay(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
     }
 
     /// The scopes the seed carries receipts for, with their cardinalities, before the first sync.
@@ -180,6 +188,18 @@ public enum SeedRehearsal {
             return Dictionary(rows, uniquingKeysWith: { first, _ in first })
         } catch {
             throw .store("\(error)")
+        }
+    }
+}
+
+extension SyncCycleError {
+    /// The network kind of a failure that got no reply (`connection_refused`, `dns_failure`, `tls_failure`,
+    /// `timeout`, …) or `retries_exhausted`; nil for any other failure.
+    public var networkRule: String? {
+        switch self {
+        case .sync(_, .transport(let failure)), .push(.transport(let failure)): failure.rule
+        case .retriesExhausted: "retries_exhausted"
+        default: nil
         }
     }
 }

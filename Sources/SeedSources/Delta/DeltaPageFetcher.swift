@@ -26,7 +26,8 @@ struct DeltaPageFetcher {
             do {
                 response = try transport.send(request)
             } catch {
-                throw .http(url: url, kind: "transport", detail: error.description)
+                // The kind is the network failure's rule (`connection_refused`, `dns_failure`, `timeout`, …).
+                throw .http(url: url, kind: error.rule, detail: error.description)
             }
             if response.status == 200 {
                 do {

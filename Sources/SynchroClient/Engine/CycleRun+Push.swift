@@ -17,10 +17,10 @@ extension CycleRun {
             do {
                 batch = try BatchSealer(store: context.store, batchSize: configuration.batchSize).nextBatch()
                 outcome = try batch.map { (batch) throws(PushError) in try exchange.send(batch) }
-            } catch .transport {
+            } catch .transport(let failure) where failure.isRetryable {
                 // A lost response: the sealed batch is unchanged and is re-sent byte for byte.
                 attempt += 1
-                try scheduleRetry(.push, attempt: attempt, status: nil)
+                try scheduleRetry(.push, attempt: attempt, status: nil, failure: failure)
                 continue
             } catch .requestFailed(let status, let code) {
                 // The sealed batch stays `pending`; the stored refusal keeps it from being sent again.

@@ -16,8 +16,8 @@ extension CycleRun {
                 switch error {
                 case .retryLater(let status, _):
                     try scheduleRetry(phase, attempt: attempt, status: status)
-                case .transport:
-                    try scheduleRetry(phase, attempt: attempt, status: nil)
+                case .transport(let failure) where failure.isRetryable:
+                    try scheduleRetry(phase, attempt: attempt, status: nil, failure: failure)
                 case .http(let status, let code):
                     // The identity switch counts as an attempt, so a server that refuses every first connect
                     // cannot make a cycle churn through identities.
@@ -47,7 +47,9 @@ extension CycleRun {
     /// Records the failure durably, then waits before the next attempt, or fails once the policy's attempts of
     /// this cycle are used up or the wait is longer than the policy's ``SyncRetryPolicy/longestWait`` (a huge
     /// `Retry-After`): the record keeps the next eligible time for the next cycle, and nothing sleeps through it.
-    func scheduleRetry(_ phase: SyncPhase, attempt: Int, status: Int?) throws(SyncCycleError) {
+    func scheduleRetry(
+        _ phase: SyncPhase, attempt: Int, status: Int?, failure: SyncTransportFailure? = nil
+    ) throws(SyncCycleError) {
         let random = cycle.random.next()
         let retryAfter = transport.lastRetryAfter
         var wait = configuration.retry.delay(afterAttempt: attempt, retryAfter: retryAfter, random: random)
@@ -65,10 +67,10 @@ extension CycleRun {
         let interrupted = cycle.status.state
         try enter(.backoff)
         guard attempt < configuration.retry.maxAttempts, wait <= configuration.retry.longestWait else {
-            throw .retriesExhausted(phase: phase, attempts: attempt, status: status)
+            throw .retriesExhausted(phase: phase, attempts: attempt, status: status, failure: failure)
         }
         summary.retries += 1
-        events(.retryScheduled(phase: phase, attempt: durableAttempt, status: status, delay: wait))
+        events(.retryScheduled(phase: phase, attempt: durableAttempt, status: status, delay: wait, failure: failure))
         sleep(wait)
         try enter(interrupted)
     }

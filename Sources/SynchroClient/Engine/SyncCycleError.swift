@@ -5,8 +5,9 @@ public enum SyncCycleError: Error, Sendable, Equatable, CustomStringConvertible 
     case sync(phase: SyncPhase, SyncError)
     /// A push or renewal step failed non-retryably.
     case push(PushError)
-    /// A retryable failure persisted through every attempt the policy allows.
-    case retriesExhausted(phase: SyncPhase, attempts: Int, status: Int?)
+    /// A retryable failure persisted through every attempt the policy allows; `failure` is the last attempt's
+    /// transport failure when it got no reply (`status` nil).
+    case retriesExhausted(phase: SyncPhase, attempts: Int, status: Int?, failure: SyncTransportFailure? = nil)
     /// The server kept requiring a reconnect (409 `client_generation_expired`, 422 `schema_mismatch`).
     case reconnectLimit(phase: SyncPhase, code: String)
     /// Scopes were still rebuild-required after the last bounded rebuild pass, or a scope kept restarting.
@@ -79,9 +80,9 @@ public enum SyncCycleError: Error, Sendable, Equatable, CustomStringConvertible 
         case .push(let error):
             if case .requestFailed(401, _) = error { return "push: authentication failed (HTTP 401)" }
             return error.description
-        case .retriesExhausted(let phase, let attempts, let status):
-            return "\(phase.rawValue): still failing after \(attempts) attempts"
-                + (status.map { " (last HTTP \($0))" } ?? " (no response)")
+        case .retriesExhausted(let phase, let attempts, let status, let failure):
+            return "\(phase.rawValue): still failing after \(attempts) attempt\(attempts == 1 ? "" : "s")"
+                + (status.map { " (last HTTP \($0))" } ?? failure.map { " (last: \($0))" } ?? " (no response)")
         case .reconnectLimit(let phase, let code):
             return "\(phase.rawValue): the server kept requiring a reconnect (\(code))"
         case .rebuildLimit(let scope):

@@ -25,8 +25,10 @@ public enum SyncEvent: Sendable, Equatable {
     case pageApplied(phase: SyncPhase, scope: String?, rows: Int)
     /// A rebuild page verified the scope's final checksum.
     case scopeVerified(scope: String)
-    /// A retryable failure (429, 503, a lost response) is retried after `delay`; `attempt` is the failed one.
-    case retryScheduled(phase: SyncPhase, attempt: Int, status: Int?, delay: Duration)
+    /// A retryable failure (429, 503, a lost response) is retried after `delay`; `attempt` is the failed one and
+    /// `failure` what the transport said when no reply arrived (its rule and URL).
+    case retryScheduled(
+        phase: SyncPhase, attempt: Int, status: Int?, delay: Duration, failure: SyncTransportFailure? = nil)
     /// The server refused a first connect from an identity it had registered but this store never held (a lost
     /// first-connect response): the store left `left` for `current` and connects fresh, keeping every authored
     /// mutation (`docs/decisions.md`, "A lost first-connect response: the store leaves the identity it never held").

@@ -14,7 +14,7 @@ public enum PushError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A stored sealed batch is unreadable or does not match the ledger.
     case sealedBatchInvalid(batchID: String, rule: String)
     /// The transport failed before a response arrived; the sealed batch is unchanged and may be re-sent.
-    case transport(reason: String)
+    case transport(SyncTransportFailure)
     /// A non-retryable request-level error response; every local state is preserved.
     case requestFailed(status: Int, code: String?)
     /// A 200 response broke the client contract (`spec/wire-protocol.md` §4.8): nothing was changed.
@@ -36,7 +36,7 @@ public enum PushError: Error, Sendable, Equatable, CustomStringConvertible {
         case .reservedEnvelopeTooLarge: "invalid_request"
         case .ledgerIntegrity: "ledger_integrity"
         case .sealedBatchInvalid: "sealed_batch_invalid"
-        case .transport: "transport"
+        case .transport(let failure): failure.rule
         case .requestFailed(let status, let code): code ?? "http_\(status)"
         case .responseContract: "response_contract"
         case .outcomeSchemaUnavailable: "outcome_schema_unavailable"
@@ -48,7 +48,7 @@ public enum PushError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// Whether sending the same sealed batch again may succeed: only after a transport failure.
     public var isRetryable: Bool {
-        if case .transport = self { return true }
+        if case .transport(let failure) = self { return failure.isRetryable }
         return false
     }
 
@@ -58,7 +58,7 @@ public enum PushError: Error, Sendable, Equatable, CustomStringConvertible {
         case .reservedEnvelopeTooLarge: "push: invalid_request: the reserved envelope exceeds a request limit"
         case .ledgerIntegrity(let id, let rule): "push: ledger entry \(id) breaks \(rule)"
         case .sealedBatchInvalid(let id, let rule): "push: sealed batch \(id) is invalid (\(rule))"
-        case .transport(let reason): "push: transport failed (\(reason))"
+        case .transport(let failure): "push: transport failed (\(failure))"
         case .requestFailed(let status, let code): "push: request failed with \(status) \(code ?? "(no code)")"
         case .responseContract(let rule): "push: response breaks the client contract (\(rule))"
         case .outcomeSchemaUnavailable(let version): "push: no manifest for outcome schema version \(version)"

@@ -35,7 +35,7 @@ public struct PushExchange: Sendable {
     }
 
     /// Sends `batch.body` as stored and dispatches the response. A transport failure throws
-    /// ``PushError/transport(reason:)`` and changes nothing: the caller retries with the same batch.
+    /// ``PushError/transport(_:)`` and changes nothing: the caller retries with the same batch.
     public func send(_ batch: SealedBatch) throws(PushError) -> Outcome {
         let response: SyncReply
         do {
@@ -43,7 +43,7 @@ public struct PushExchange: Sendable {
         } catch is ResponseTooLarge {
             throw .responseContract(rule: "response_too_large")
         } catch {
-            throw .transport(reason: String(describing: type(of: error)))
+            throw .transport(SyncTransportFailure(error))
         }
         SyncCrashPoint.pushReceived.reached()
         switch response.status {

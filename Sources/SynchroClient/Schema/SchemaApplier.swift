@@ -84,9 +84,7 @@ struct SchemaApplier {
                 throw ClientStoreError.schemaApplication(.tableConflict(table.tableName))
             }
             for index in table.indexes {
-                if let sql = SyncedTableDDL.createIndex(index, on: table) {
-                    try connection.execute(sql)
-                }
+                try ManifestIndexOwnership.create(index, on: table, connection: connection)
             }
         }
     }

@@ -214,12 +214,16 @@ struct SchemaMigrationExecutor {
         case .createTable(let id):
             try connection.execute(SyncedTableDDL.createTable(try targetTable(id)))
         case .dropIndex(let name):
-            try connection.execute("DROP INDEX IF EXISTS \(SQLiteIdentifier.quote(name))")
+            // Only an index the manifests own: one of that name that is not theirs stays (issue #19).
+            for table in source {
+                for index in table.indexes where index.name == name {
+                    try ManifestIndexOwnership.drop(index, of: table, connection: connection)
+                }
+            }
         case .createIndex(let tableID, let indexID):
             let table = try targetTable(tableID)
-            if let index = table.indexes.first(where: { $0.indexID == indexID }),
-               let sql = SyncedTableDDL.createIndex(index, on: table) {
-                try connection.execute(sql)
+            if let index = table.indexes.first(where: { $0.indexID == indexID }) {
+                try ManifestIndexOwnership.create(index, on: table, connection: connection)
             }
         case .addColumn(let tableID, let fieldID):
             let table = try targetTable(tableID)

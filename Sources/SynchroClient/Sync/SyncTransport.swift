@@ -52,8 +52,8 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidState(reason: String)
     /// The local store failed.
     case store(ClientStoreError)
-    /// The transport failed before a reply arrived.
-    case transport(reason: String)
+    /// The transport failed before a reply arrived, of the kind the host named (``SyncTransportFailure``).
+    case transport(SyncTransportFailure)
 
     /// Stable snake_case name of the failure.
     public var rule: String {
@@ -73,6 +73,7 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     public var code: String {
         switch self {
         case .http(let status, let code), .retryLater(let status, let code): code ?? "http_\(status)"
+        case .transport(let failure): failure.rule
         default: rule
         }
     }
@@ -80,7 +81,8 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Whether the same request may succeed when sent again: a transport failure and ``retryLater(status:code:)``.
     public var isRetryable: Bool {
         switch self {
-        case .transport, .retryLater: true
+        case .retryLater: true
+        case .transport(let failure): failure.isRetryable
         default: false
         }
     }
@@ -101,7 +103,7 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case .rebuildChecksumMismatch(let scope): "rebuild of scope \(scope) did not verify"
         case .invalidState(let reason): "invalid local state: \(reason)"
         case .store(let error): "store: \(error)"
-        case .transport(let reason): "transport: \(reason)"
+        case .transport(let failure): "transport: \(failure)"
         }
     }
 }
@@ -117,7 +119,7 @@ enum SyncExchange {
         } catch is ResponseTooLarge {
             throw .contract(rule: "response_too_large", member: "")
         } catch {
-            throw .transport(reason: String(describing: type(of: error)))
+            throw .transport(SyncTransportFailure(error))
         }
         guard reply.status == 200 else { throw ErrorReply(status: reply.status, body: reply.body).syncError }
         // A transport that did not bound the body (a test's, a host's) is held to the route's budget here.
@@ -148,4 +150,31 @@ enum SyncExchange {
             throw .invalidState(reason: String(describing: type(of: error)))
         }
     }
+}
+
+/// Why no reply arrived, as the host's transport names it: the rule (`connection_refused`, `dns_failure`,
+/// `tls_failure`, `timeout`, …), a message a user can act on (the URL without query or credentials, never a token or
+/// body), and whether sending the same request again may succeed. A host transport throws it; any other error is a
+/// retryable `transport` failure named by its type only.
+public struct SyncTransportFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    public let rule: String
+    public let message: String
+    public let isRetryable: Bool
+
+    public init(rule: String, message: String, isRetryable: Bool) {
+        self.rule = rule
+        self.message = message
+        self.isRetryable = isRetryable
+    }
+
+    /// `error` itself when it is one, else a retryable `transport` failure named by the error's type.
+    public init(_ error: any Error) {
+        if let failure = error as? SyncTransportFailure {
+            self = failure
+        } else {
+            self.init(rule: "transport", message: String(describing: type(of: error)), isRetryable: true)
+        }
+    }
+
+    public var description: String { message }
 }

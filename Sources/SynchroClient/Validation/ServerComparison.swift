@@ -50,7 +50,11 @@ enum ServerComparisonRequest {
                 json: json, localScopes: Set(request.request.scopes.entries.map(\.scopeID)),
                 manifest: request.manifest.manifest)
         } catch {
-            result.findings.append(.serverComparisonFailed(rule: error.rule))
+            if case .transport(let failure) = error {
+                result.findings.append(.serverComparisonFailed(rule: failure.rule, detail: failure.message))
+            } else {
+                result.findings.append(.serverComparisonFailed(rule: error.rule))
+            }
             return result
         }
         let changed = Set(page.changes.map(\.scope))

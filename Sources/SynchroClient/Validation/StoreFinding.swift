@@ -26,8 +26,9 @@ public enum StoreFinding: Sendable, Equatable, CustomStringConvertible {
     case queue(rule: String)
     /// The server's terminal checksum of an unchanged scope differs from the stored one.
     case serverChecksumMismatch(scope: String)
-    /// The server comparison could not run (`rule`: `not_connected`, `http`, `contract.…`, `transport`).
-    case serverComparisonFailed(rule: String)
+    /// The server comparison could not run (`rule`: `not_connected`, `http`, `contract.…`, or a network kind such as
+    /// `connection_refused` with `detail` naming the URL).
+    case serverComparisonFailed(rule: String, detail: String? = nil)
 
     /// Stable snake_case name of the rule.
     public var rule: String {
@@ -44,7 +45,7 @@ public enum StoreFinding: Sendable, Equatable, CustomStringConvertible {
         case .scopeDigestMismatch: "scope_digest_mismatch"
         case .queue(let rule): "queue.\(rule)"
         case .serverChecksumMismatch: "server_checksum_mismatch"
-        case .serverComparisonFailed(let rule): "server_comparison_failed.\(rule)"
+        case .serverComparisonFailed(let rule, _): "server_comparison_failed.\(rule)"
         }
     }
 
@@ -85,7 +86,8 @@ public enum StoreFinding: Sendable, Equatable, CustomStringConvertible {
         case .queue(let rule): "the push queue breaks \(rule)"
         case .serverChecksumMismatch(let scope):
             "scope \(scope): the server's checksum differs from the verified local checksum"
-        case .serverComparisonFailed(let rule): "the comparison with the server failed (\(rule))"
+        case .serverComparisonFailed(let rule, let detail):
+            "the comparison with the server failed (\(rule))" + (detail.map { ": \($0)" } ?? "")
         }
     }
 }

@@ -26,6 +26,9 @@ public struct ServerConfiguration: Sendable {
     /// Frames a commit may leave in the WAL before a checkpoint runs beside the server (`PRAGMA
     /// wal_autocheckpoint`; SQLite's 1000 when nil). Tests lower it to see checkpoints with little data.
     public var checkpointFrames: Int?
+    /// Failed credential checks one client address may make per window before it is answered `429` with
+    /// `Retry-After` (``FailedAuthentications``); nil sets no limit.
+    public var failedAuthenticationLimit: FailedAuthenticationLimit? = FailedAuthenticationLimit()
 
     public init(
         dataset: Dataset, rowsOverride: Int? = nil, databasePath: String, credentials: [String: String],

@@ -20,6 +20,8 @@ public final class SyncEngine: HTTPHandler, Sendable {
     private let logLimit: Int
     /// ``ServerStore/checkpointFrames``.
     private let checkpointFrames: Int
+    /// Failed credential checks per client address (``ServerConfiguration/failedAuthenticationLimit``).
+    let failedAuthentications: FailedAuthentications?
 
     public init(configuration: ServerConfiguration) throws {
         self.configuration = configuration
@@ -36,6 +38,9 @@ public final class SyncEngine: HTTPHandler, Sendable {
         checkpointer = store.checkpointer
         logLimit = store.logLimit
         checkpointFrames = store.checkpointFrames
+        failedAuthentications = configuration.failedAuthenticationLimit.map {
+            FailedAuthentications(limit: $0, clock: configuration.clock)
+        }
         state = Mutex(try EngineState(store: store, dataset: configuration.dataset))
         if case .background(let interval) = configuration.materialization {
             worker = MaterializerWorker(interval: interval)
@@ -78,6 +83,11 @@ public final class SyncEngine: HTTPHandler, Sendable {
     }
 
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
+        if Self.takesCredential(request.path),
+            let wait = failedAuthentications?.retryAfter(for: request.clientAddress)
+        {
+            return tooManyFailedAuthentications(retryAfter: wait)
+        }
         switch (request.method, request.path) {
         case ("GET", "/ready"): return .json(body: Array(#"{"ready":true}"#.utf8))
         case ("GET", "/sync/schema"): return schemaResponse()
@@ -116,6 +126,7 @@ public final class SyncEngine: HTTPHandler, Sendable {
     /// Runs one protocol route: the dispatch precedence of §8.4 up to the endpoint itself.
     private func protocolRoute(_ request: HTTPRequest) -> Result<EndpointReply, WireError> {
         guard let user = authenticate(request) else {
+            failedAuthentications?.recordFailure(of: request.clientAddress)
             return .failure(WireError(.authRequired, "authentication required"))
         }
         guard Self.hasJSONContentType(request) else {
@@ -242,6 +253,12 @@ public final class SyncEngine: HTTPHandler, Sendable {
 
     /// The operator credential, compared in constant time; operator routes are off without one.
     func isOperator(_ request: HTTPRequest) -> Bool {
+        let accepted = operatorCredentialMatches(request)
+        if !accepted { failedAuthentications?.recordFailure(of: request.clientAddress) }
+        return accepted
+    }
+
+    private func operatorCredentialMatches(_ request: HTTPRequest) -> Bool {
         guard let token = configuration.operatorToken, request.headers.count(of: "Authorization") == 1,
               let value = request.headers.first("Authorization"), value.hasPrefix("Bearer ")
         else { return false }
@@ -262,6 +279,19 @@ public final class SyncEngine: HTTPHandler, Sendable {
         response.status = 405
         response.headers.append(name: "Allow", value: allowed)
         return response
+    }
+
+    /// The routes that check a credential: an address past its failed-authentication limit is refused on them.
+    static func takesCredential(_ path: String) -> Bool {
+        path.hasPrefix("/operator/")
+            || ["/sync/connect", "/sync/push", "/sync/pull", "/sync/rebuild"].contains(path)
+    }
+
+    /// `429 retry_later` with the seconds until the address's oldest counted failure leaves the window.
+    private func tooManyFailedAuthentications(retryAfter seconds: Int64) -> HTTPResponse {
+        let error = WireError(.retryLater, "too many failed authentications")
+        let body = (try? CanonicalJSON.encode(error.json)) ?? []
+        return .json(status: error.code.httpStatus, body: body, headers: [("Retry-After", String(seconds))])
     }
 
     /// The HTTP form of an endpoint result: the exact stored bytes for replays, the error envelope

@@ -15,6 +15,7 @@ final class DaemonEventLoop: Sendable {
     /// libmicrohttpd's epoll descriptor, owned by the daemon.
     private let events: Int32
     private let wakeup: LoopWakeup
+    private let deadlines: RequestDeadlines
     private let requests = Mutex(Requests())
     private let ended = DispatchSemaphore(value: 0)
 
@@ -26,7 +27,7 @@ final class DaemonEventLoop: Sendable {
     /// A loop for `daemon`, which must have been started with `MHD_USE_EPOLL` and no internal thread.
     /// Fails when the daemon's epoll descriptor does not fit an `fd_set` (the only way libmicrohttpd
     /// 0.9.75 reports it to a caller that cannot use variadic functions).
-    init(daemon: DaemonPointer, wakeup: LoopWakeup) throws(HTTPServerError) {
+    init(daemon: DaemonPointer, wakeup: LoopWakeup, deadlines: RequestDeadlines) throws(HTTPServerError) {
         var readable = fd_set()
         var writable = fd_set()
         var exceptional = fd_set()
@@ -38,6 +39,7 @@ final class DaemonEventLoop: Sendable {
         self.daemon = daemon
         self.events = highest
         self.wakeup = wakeup
+        self.deadlines = deadlines
     }
 
     /// Starts the loop thread.
@@ -72,7 +74,8 @@ final class DaemonEventLoop: Sendable {
             }
             for item in work { item(daemon.pointer) }
             if finish { break }
-            waitForEvents()
+            // Connections past their request deadline are shut down here; libmicrohttpd closes them in `MHD_run`.
+            waitForEvents(nextDeadline: deadlines.expire())
             _ = MHD_run(daemon.pointer)
         }
         // `MHD_stop_daemon` refuses to stop while a connection is suspended, and a resumption only
@@ -81,10 +84,16 @@ final class DaemonEventLoop: Sendable {
         ended.signal()
     }
 
-    private func waitForEvents() {
+    private func waitForEvents(nextDeadline: Duration?) {
         var next: CUnsignedLongLong = 0
         // libmicrohttpd answers 0 while it still has buffered work; no answer means no deadline.
-        let timeout = MHD_get_timeout(daemon.pointer, &next) == .YES ? Int32(clamping: next) : -1
+        var timeout = MHD_get_timeout(daemon.pointer, &next) == .YES ? Int32(clamping: next) : -1
+        if let nextDeadline {
+            // Rounded up, so the loop wakes once the deadline has passed rather than just before it.
+            let (seconds, attoseconds) = nextDeadline.components
+            let milliseconds = Int32(clamping: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+            timeout = timeout < 0 ? milliseconds : min(timeout, milliseconds)
+        }
         var descriptors = [
             pollfd(fd: events, events: Int16(POLLIN), revents: 0),
             pollfd(fd: wakeup.descriptor, events: Int16(POLLIN), revents: 0),

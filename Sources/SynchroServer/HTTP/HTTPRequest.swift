@@ -41,11 +41,15 @@ public struct HTTPRequest: Sendable, Hashable {
     public var head: HTTPRequestHead
     /// The body octets exactly as received (never decoded or re-encoded).
     public var body: [UInt8]
+    /// The numeric address of the client (IPv4 or IPv6 text) as the server's socket saw it, or nil when the
+    /// request did not come over a socket; per-address limits key on it.
+    public var clientAddress: String?
 
-    /// A request with `head` and `body`.
-    public init(head: HTTPRequestHead, body: [UInt8] = []) {
+    /// A request with `head` and `body` from `clientAddress`.
+    public init(head: HTTPRequestHead, body: [UInt8] = [], clientAddress: String? = nil) {
         self.head = head
         self.body = body
+        self.clientAddress = clientAddress
     }
 
     /// The method exactly as sent.

@@ -20,6 +20,12 @@ extension HTTPServer {
         /// Idle time after which a connection is closed; rounded up to whole seconds.
         public var connectionTimeout: Duration = .seconds(30)
 
+        /// How long a connection has to deliver a complete request (request line, header fields and body), from
+        /// when it opens or its previous response was sent; past it the connection is closed without an answer.
+        /// The idle timeout alone let a client sending one header line every few seconds hold a connection for
+        /// ever (issue #19). Nil sets no deadline. At the 1 MiB push limit the default allows about 35 KB/s.
+        public var requestDeadline: Duration? = .seconds(30)
+
         /// Connections served at once, each with at most one request in its handler (on a thread of
         /// its own). Further clients wait in the backlog.
         public var maximumConnections: Int = 256

@@ -15,6 +15,8 @@ final class DaemonContext: Sendable {
     let inFlight = DispatchGroup()
     /// The threads handlers run on, reused from request to request.
     let threads = HandlerThreads()
+    /// The clock of every connection's request (``HTTPServer/Configuration/requestDeadline``).
+    let deadlines: RequestDeadlines
     /// One entry per running handler, left after its connection is resumed.
     let handlers = DispatchGroup()
     /// Set on the event-loop thread when `stop()`'s grace period is over: from then on no handler
@@ -25,6 +27,7 @@ final class DaemonContext: Sendable {
         self.handler = handler
         self.configuration = configuration
         self.wakeup = wakeup
+        self.deadlines = RequestDeadlines(limit: configuration.requestDeadline)
     }
 }
 
@@ -65,7 +68,7 @@ struct MicroHTTPDDaemon: Sendable {
         }
         let loop: DaemonEventLoop
         do {
-            loop = try DaemonEventLoop(daemon: daemon, wakeup: wakeup)
+            loop = try DaemonEventLoop(daemon: daemon, wakeup: wakeup, deadlines: context.deadlines)
         } catch {
             // Not quiesced: stopping the daemon closes the listening socket.
             MHD_stop_daemon(daemon.pointer)
@@ -96,6 +99,7 @@ struct MicroHTTPDDaemon: Sendable {
                 option: .CONNECTION_MEMORY_LIMIT, value: configuration.connectionMemoryBytes, ptr_value: nil),
             MHD_OptionItem(option: .URI_LOG_CALLBACK, value: beginRequestAddress, ptr_value: closure),
             MHD_OptionItem(option: .NOTIFY_COMPLETED, value: completeRequestAddress, ptr_value: closure),
+            MHD_OptionItem(option: .NOTIFY_CONNECTION, value: notifyConnectionAddress, ptr_value: closure),
             MHD_OptionItem(option: .END, value: 0, ptr_value: nil),
         ]
         let daemon = options.withUnsafeMutableBufferPointer { items in
@@ -174,16 +178,31 @@ private let beginRequest:
         return Unmanaged.passRetained(intake).toOpaque()
     }
 
-/// Frees the intake; called for every request that reached `beginRequest`, answered or aborted.
-private let completeRequest: MHD_RequestCompletedCallback = { closure, _, requestSlot, _ in
+/// Frees the intake; called for every request that reached `beginRequest`, answered or aborted. The clock of
+/// the connection's next request starts.
+private let completeRequest: MHD_RequestCompletedCallback = { closure, connection, requestSlot, _ in
     guard let closure, let requestSlot, let raw = requestSlot.pointee else { return }
     requestSlot.pointee = nil
     Unmanaged<RequestIntake>.fromOpaque(raw).release()
-    Unmanaged<DaemonContext>.fromOpaque(closure).takeUnretainedValue().inFlight.leave()
+    let context = Unmanaged<DaemonContext>.fromOpaque(closure).takeUnretainedValue()
+    if let connection { context.deadlines.answered(connection) }
+    context.inFlight.leave()
+}
+
+/// Starts and ends the request clock of each connection (``RequestDeadlines``).
+private let notifyConnection: MHD_NotifyConnectionCallback = { closure, connection, _, event in
+    guard let closure, let connection else { return }
+    let deadlines = Unmanaged<DaemonContext>.fromOpaque(closure).takeUnretainedValue().deadlines
+    if event == .CONNECTION_NOTIFY_STARTED {
+        deadlines.opened(connection, descriptor: seedkit_mhd_connection_fd(connection))
+    } else {
+        deadlines.closed(connection)
+    }
 }
 
 private let beginRequestAddress = unsafeBitCast(beginRequest, to: Int.self)
 private let completeRequestAddress = unsafeBitCast(completeRequest, to: Int.self)
+private let notifyConnectionAddress = unsafeBitCast(notifyConnection, to: Int.self)
 
 /// libmicrohttpd calls this on the event-loop thread once when the header fields are in, once per body
 /// chunk, once when the body is complete, and once more when the handler's thread resumes the
@@ -196,10 +215,12 @@ private let accessRequest: MHD_AccessHandlerCallback = {
     let configuration = context.configuration
     switch intake.phase {
     case .awaitingHead:
+        intake.clientAddress = clientAddress(connection)
         let decision = intake.receiveHead(
             method: method.map { String(cString: $0) } ?? "", headers: collectHeaders(connection),
             maximumBodyBytes: configuration.maximumBodyBytes, drainBytes: configuration.oversizeDrainBytes)
         guard case .rejectNow = decision, let head = intake.head else { return .YES }
+        context.deadlines.received(connection)
         return queue(configuration.oversizeResponse(head), on: connection)
     case .receiving, .discarding:
         guard uploadSize.pointee == 0 else {
@@ -225,6 +246,7 @@ private let accessRequest: MHD_AccessHandlerCallback = {
 /// while its connection is suspended.
 private func dispatch(_ intake: RequestIntake, context: DaemonContext, connection: OpaquePointer) -> MHD_Result {
     guard let head = intake.head else { return .NO }
+    context.deadlines.received(connection)
     guard let request = intake.finish() else {
         return queue(context.configuration.oversizeResponse(head), on: connection)
     }
@@ -234,6 +256,16 @@ private func dispatch(_ intake: RequestIntake, context: DaemonContext, connectio
     MHD_suspend_connection(connection)
     context.runHandler(request, answer: answer, resuming: SuspendedConnection(connection: connection))
     return .YES
+}
+
+/// The peer's numeric address, or nil when the socket has none libmicrohttpd reports.
+private func clientAddress(_ connection: OpaquePointer) -> String? {
+    var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+    let read = buffer.withUnsafeMutableBufferPointer { text in
+        seedkit_mhd_client_address(connection, text.baseAddress, socklen_t(text.count))
+    }
+    guard read == 0 else { return nil }
+    return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
 }
 
 private func collectHeaders(_ connection: OpaquePointer) -> HTTPHeaders {

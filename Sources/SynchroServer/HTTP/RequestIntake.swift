@@ -19,6 +19,8 @@ final class RequestIntake {
 
     /// The request target as sent: path and query, not percent-decoded.
     let target: String
+    /// The client's numeric address, read from the connection with the header fields.
+    var clientAddress: String?
     private(set) var phase: Phase = .awaitingHead
     private(set) var head: HTTPRequestHead?
     private var body: [UInt8] = []
@@ -80,7 +82,7 @@ final class RequestIntake {
     func finish() -> HTTPRequest? {
         defer { phase = .answered }
         guard phase == .receiving, let head else { return nil }
-        let request = HTTPRequest(head: head, body: body)
+        let request = HTTPRequest(head: head, body: body, clientAddress: clientAddress)
         body = []
         return request
     }

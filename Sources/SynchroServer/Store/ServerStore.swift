@@ -54,8 +54,9 @@ final class ServerStore {
     }
 
     /// Connects to PostgreSQL with `connectionString` (libpq's URI or key/value form) and uses the server's schema
-    /// there (``PostgresDialect/schemaName``), creating and loading it when absent. Creation runs under the writer
-    /// lock, so two processes starting on an empty database create and load it once.
+    /// there (``PostgresDialect/schemaName``), creating and loading it when absent, and installs upstream's export
+    /// functions in schema `synchro` (``SeedExportFunctions``). Creation runs under the writer lock, so two
+    /// processes starting on an empty database create and load it once.
     init(postgres connectionString: String, dataset: Dataset, rowsOverride: Int?, clock: any ServerClock) throws {
         db = try PostgresStoreExecutor(connectionString: connectionString)
         checkpointer = nil
@@ -73,11 +74,12 @@ final class ServerStore {
                 guard layout == Int64(ServerSchema.version) else {
                     throw ServerStoreError.unsupportedLayout(Int32(clamping: layout))
                 }
-                return
+            } else {
+                try db.execute(PostgresDialect.schema(ServerSchema.script) + PostgresDialect.stagedRowTriggers)
+                try setMeta(Self.layoutVersionKey, .integer(Int64(ServerSchema.version)))
+                try initialize(dataset: dataset, rowsOverride: rowsOverride, clock: clock)
             }
-            try db.execute(PostgresDialect.schema(ServerSchema.script) + PostgresDialect.stagedRowTriggers)
-            try setMeta(Self.layoutVersionKey, .integer(Int64(ServerSchema.version)))
-            try initialize(dataset: dataset, rowsOverride: rowsOverride, clock: clock)
+            try SeedExportFunctions.install(store: self, dataset: dataset)
         }
     }
 

@@ -136,6 +136,10 @@ public enum SchemaApplicationError: Error, Sendable, Equatable, CustomStringConv
     case duplicateTableName(String)
     /// A table with a synced table's name exists with a different layout (a local-only table is never altered).
     case tableConflict(String)
+    /// An index with a manifest index's name exists and is not that manifest index (the application's own, or
+    /// another table's): it is never adopted — `CREATE INDEX IF NOT EXISTS` used to skip it, and the next version
+    /// without that index then dropped it (issue #19).
+    case indexNameTaken(table: String, index: String)
     /// A compatible schema action (`replace`, `rebuild_local`) carries a change that no Class 2 or Class 3
     /// transition contains (`spec/wire-protocol.md` §12.2), named by the server's rule (`table_removed`,
     /// `field_removed`, `field_renamed`, `field_type_changed`, `nullability_tightened`, `key_changed`, …): the
@@ -152,6 +156,7 @@ public enum SchemaApplicationError: Error, Sendable, Equatable, CustomStringConv
         case .duplicateIndexName: "duplicate_index_name"
         case .duplicateTableName: "duplicate_table_name"
         case .tableConflict: "table_conflict"
+        case .indexNameTaken: "index_name_taken"
         case .incompatibleChange: "incompatible_change"
         }
     }
@@ -166,6 +171,8 @@ public enum SchemaApplicationError: Error, Sendable, Equatable, CustomStringConv
             "index \(index) of table \(table) has the name of another table or index"
         case .duplicateTableName(let name): "two manifest tables use the local name \(name)"
         case .tableConflict(let name): "table \(name) exists with a different layout"
+        case .indexNameTaken(let table, let index):
+            "an index named \(index) (of table \(table) in the manifest) already exists and is not the manifest's"
         case .incompatibleChange(let table, let rule):
             "a compatible schema action changes table \(table) incompatibly (\(rule))"
         }

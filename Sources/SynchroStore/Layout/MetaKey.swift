@@ -20,6 +20,10 @@ public enum MetaKey: String, Sendable, CaseIterable {
     /// only when a first connect's answer was lost and the server refused its resend (`docs/decisions.md`, "A lost
     /// first-connect response: the store leaves the identity it never held"); kept for inspection, never sent.
     case replacedClientIDs = "replaced_client_server_ids"
+    /// seedkit's own key: the names of the manifest indexes this store created (or adopted as exactly the manifest's),
+    /// as a sorted JSON array of strings (``ManifestIndexOwnership``). Absent in stores written before it existed
+    /// and in installed seeds; never sent.
+    case manifestIndexes = "seedkit_manifest_indexes"
     /// Server-issued client generation.
     case clientGeneration = "client_generation"
     /// The server's scope-set version.

@@ -25,11 +25,10 @@ struct SecretInput {
                 + "it; use \(replacement)", rule: "secret_on_command_line")
     }
 
-    /// The secret `--NAME-env VAR` or `--NAME-file FILE` gives (at most one of them), else the value of
-    /// `defaultVariable`; nil when none is given and the default variable is unset or empty.
-    static func read(
-        _ arguments: Arguments, option name: String, defaultVariable: String?
-    ) throws(Arguments.UsageError) -> SecretInput? {
+    /// The secret `--NAME-env VAR` or `--NAME-file FILE` gives (at most one of them), else the value of the variable
+    /// the command declares as `--NAME-env`'s default; nil when none is given and that variable is unset or empty.
+    static func read(_ arguments: Arguments, option name: String) throws(Arguments.UsageError) -> SecretInput? {
+        let defaultVariable = arguments.spec.option("\(name)-env")?.defaultValue
         let variable = arguments.values["\(name)-env"]
         let file = arguments.values["\(name)-file"]
         if variable != nil && file != nil {

@@ -6,6 +6,10 @@ import SynchroProtocol
 /// option nothing is checked; with it, an unsigned, wrongly signed or untrusted artifact exits 6.
 enum SignatureGate {
     static let option = "trusted-key"
+    /// The declaration every command that checks signatures lists.
+    static let optionSpec = OptionSpec.value(
+        option, "PUB", .path, "check the publication signature against this public key before anything else",
+        repeatable: true)
 
     /// The trusted keys named on the command line (empty without the option); an unreadable key is a usage error.
     static func trustedKeys(_ arguments: Arguments) throws(Arguments.UsageError) -> [Ed25519PublicKey] {

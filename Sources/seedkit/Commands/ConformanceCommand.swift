@@ -2,11 +2,16 @@ import SynchroProtocol
 
 /// `seedkit conformance vectors FILE [--json]`: runs a file of upstream conformance vectors.
 enum ConformanceCommand {
+    static let spec = CommandSpec(
+        "conformance vectors", "run upstream conformance vectors",
+        positionals: [PositionalSpec(placeholder: "FILE", help: "the vector file; - reads standard input")],
+        options: [.json("one JSON object for the run instead of PASS and FAIL lines")])
+
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         guard words.first == "vectors" else {
             throw Arguments.UsageError(message: "conformance needs the subcommand vectors")
         }
-        let arguments = try Arguments(Array(words.dropFirst()), flags: ["json"])
+        let arguments = try Arguments(Array(words.dropFirst()), spec: spec)
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         let path = arguments.positionals[0]
         let asJSON = arguments.flags.contains("json")

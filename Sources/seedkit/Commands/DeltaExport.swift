@@ -38,12 +38,15 @@ enum DeltaExport {
             }
             token = value
         }
+        let network = NetworkOptions(arguments)
         console.detail("source \(Console.displayURL(definition.baseURL)), \(definition.entities.count) entity type(s)"
             + (definition.bearerEnvironmentVariable.map { ", bearer credential from the variable \($0)" } ?? ""))
         do {
             let report = try DeltaExporter.export(
                 definition: definition, bearerToken: token, to: output,
-                options: DeltaExportOptions(overwrite: arguments.flags.contains("force"))
+                options: DeltaExportOptions(
+                    overwrite: arguments.flags.contains("force"), maximumRetries: network.retries,
+                    sleep: NetworkOptions.sleep)
             ) { event in
                 switch event {
                 case .reset(let entity):

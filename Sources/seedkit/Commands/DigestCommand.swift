@@ -2,11 +2,31 @@ import SynchroProtocol
 
 /// `seedkit digest manifest|row|scope|push [FILE]`: JSON in, JSON out (see docs/cli.md).
 enum DigestCommand {
+    static let manifestSpec = CommandSpec(
+        "digest manifest", "schema hash of a manifest", positionals: [input("the manifest JSON")])
+    static let rowSpec = CommandSpec(
+        "digest row", "row identity and row checksum", positionals: [input("the row JSON")])
+    static let scopeSpec = CommandSpec(
+        "digest scope", "scope checksum and cardinality", positionals: [input("the scope JSON")])
+    static let pushSpec = CommandSpec(
+        "digest push", "fingerprints and push-limit measures", positionals: [input("the push request JSON")],
+        options: [.value("user", "ID", .text, "the authenticated user the push is measured for", required: true)])
+
+    /// `[FILE]`: JSON from a file, or standard input when left out or `-`.
+    private static func input(_ what: String) -> PositionalSpec {
+        PositionalSpec(placeholder: "FILE", help: "\(what); standard input when left out or -", optional: true)
+    }
+
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         guard let what = words.first else {
             throw Arguments.UsageError(message: "digest needs one of manifest, row, scope, push")
         }
-        let arguments = try Arguments(Array(words.dropFirst()), valued: what == "push" ? ["user"] : [])
+        guard let spec = CommandCatalog.spec(named: "digest \(what)") else {
+            throw Arguments.UsageError(message: NearMiss.message(
+                "unknown digest \(what); use manifest, row, scope or push", word: what,
+                among: ["manifest", "row", "scope", "push"]))
+        }
+        let arguments = try Arguments(Array(words.dropFirst()), spec: spec)
         try arguments.requirePositionals(atMost: 1)
 
         let tool: ([UInt8]) throws(ToolError) -> JSONValue

@@ -14,10 +14,28 @@ import SystemKit
 /// `SEEDKIT_OPERATOR_TOKEN`) or the file `--token-file` names, never from the command line, and never printed; a
 /// PostgreSQL password comes from libpq (the connection string, `PGPASSWORD`, `~/.pgpass`) and is never printed.
 enum ExportCommand {
+    static let spec = CommandSpec(
+        "export", "export a verified portable seed from a server, PostgreSQL or a delta-sync API",
+        options: [
+            .value("source", "URL", .text, "http(s)://HOST:PORT, postgresql://… (or key=value) or delta:FILE.json",
+                   required: true),
+            .value(
+                "out", "FILE", .path, "the seed to publish; FILE.evidence.json is written beside it", required: true),
+            .secretVariable(
+                "token", "HTTP source: the variable holding the operator token", default: "SEEDKIT_OPERATOR_TOKEN"),
+            .secretFile("token", "HTTP source: the file holding the operator token, instead of a variable"),
+            .value(
+                "scopes", "A,B", .text, "only these scopes, each in the portable set", default: "every portable scope"),
+            .value("page-limit", "N", .integer(1...1000), "rows per page",
+                   default: "\(SeedExportOptions().pageLimit)"),
+            .value("wait", "SECONDS", .integer(0...86_400),
+                   "when another export holds the destination, wait this long instead of failing with locked"),
+            .force("replace an existing FILE atomically; without it an existing file is never touched"),
+            .json("one canonical object: the evidence plus path and evidence"),
+        ] + NetworkOptions.specs)
+
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(
-            words, flags: ["json", "force"],
-            valued: ["source", "token-env", "token-file", "out", "scopes", "page-limit", "wait"])
+        let arguments = try Arguments(words, spec: spec)
         guard arguments.positionals.isEmpty else {
             throw Arguments.UsageError(message: "export takes no positional arguments")
         }
@@ -38,7 +56,7 @@ enum ExportCommand {
         }
         // The operator token is the HTTP source's credential; PostgreSQL authenticates through libpq.
         let secret = kind == .postgresql
-            ? nil : try SecretInput.read(arguments, option: "token", defaultVariable: "SEEDKIT_OPERATOR_TOKEN")
+            ? nil : try SecretInput.read(arguments, option: "token")
         guard kind == .postgresql || secret != nil else {
             throw Arguments.UsageError(
                 message: "the operator token is needed: the variable SEEDKIT_OPERATOR_TOKEN, --token-env VAR or "
@@ -48,6 +66,7 @@ enum ExportCommand {
         let wait = try lockWait(arguments)
         let json = arguments.flags.contains("json")
         let console = arguments.console("export")
+        let network = NetworkOptions(arguments).settings(command: "export", json: json, console: console)
         // One export per destination at a time (`.<out name>.lock` beside it), and SIGINT/SIGTERM end it at the next
         // page.
         Interruption.install()
@@ -81,7 +100,9 @@ enum ExportCommand {
                 console.detail("source \(Console.displayURL(source)), operator credential from \(secret.source), "
                     + "page limit \(options.pageLimit)")
                 let exportSource = InterruptibleExportSource(
-                    base: try HTTPExportSource(baseURL: source, operatorToken: secret.value),
+                    base: try HTTPExportSource(
+                        baseURL: source, operatorToken: secret.value, timeout: network.timeout,
+                        retry: network.retryPolicy),
                     isInterrupted: { Interruption.requested })
                 (evidence, evidencePath) = try SeedExporter.exportWithEvidence(
                     from: exportSource, to: output, options: options
@@ -103,6 +124,7 @@ enum ExportCommand {
             }
             var status: ExitStatus = error.isInputError ? .invalidInput : .checkFailed
             if case .database(_, .retriesExhausted) = error { status = .retriesExhausted }
+            if case .transport(_, _, _, true) = error { status = .retriesExhausted }
             var message = "export failed: \(error)"
             if case .refused(_, let code, _) = error, code == 401 || code == 403, let secret {
                 message += "; the server refused the operator token from \(secret.source): fix it there"
@@ -160,22 +182,13 @@ enum ExportCommand {
 
     /// `--wait SECONDS`: how long to wait for another export holding the destination.
     private static func lockWait(_ arguments: Arguments) throws(Arguments.UsageError) -> Duration? {
-        guard let text = arguments.values["wait"] else { return nil }
-        guard let seconds = Int(text), (0...86_400).contains(seconds) else {
-            throw Arguments.UsageError(message: "--wait needs seconds in 0…86400")
-        }
-        return .seconds(seconds)
+        arguments.integer("wait").map { .seconds($0) }
     }
 
     /// `--page-limit`, `--scopes` and `--force`.
     private static func exportOptions(_ arguments: Arguments) throws(Arguments.UsageError) -> SeedExportOptions {
         var options = SeedExportOptions(overwrite: arguments.flags.contains("force"))
-        if let text = arguments.values["page-limit"] {
-            guard let limit = Int64(text), (1...1000).contains(limit) else {
-                throw Arguments.UsageError(message: "--page-limit needs a count in 1…1000")
-            }
-            options.pageLimit = limit
-        }
+        if let limit = arguments.integer("page-limit") { options.pageLimit = limit }
         if let list = arguments.values["scopes"] {
             let scopes = list.split(separator: ",").map(String.init)
             guard !scopes.isEmpty, scopes.allSatisfy({ !$0.isEmpty }) else {

@@ -6,8 +6,15 @@ import SynchroProtocol
 /// Nothing printed authorizes or carries data: scopes show whether a cursor and a checksum are installed,
 /// never their text, and rejections show IDs and codes, never rows or server messages.
 enum InspectCommand {
+    static let spec = CommandSpec(
+        "inspect", "a client store's sync state, without secrets",
+        options: [
+            .value("db", "FILE", .path, "the client store", required: true),
+            .json("one JSON object instead of text"),
+        ])
+
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(words, flags: ["json"], valued: ["db"])
+        let arguments = try Arguments(words, spec: spec)
         try arguments.requirePositionals(atMost: 0)
         guard let path = arguments.values["db"], !path.isEmpty else {
             throw Arguments.UsageError(message: "inspect needs --db FILE")

@@ -9,8 +9,17 @@ import Glibc
 /// existing destination (never overwritten) or a file operation that failed, 6 when `--trusted-key` is given and
 /// the signature does not hold (checked first).
 enum InstallCommand {
+    static let spec = CommandSpec(
+        "install", "install a seed as a device's first database, never overwriting",
+        positionals: [PositionalSpec(placeholder: "SEED.db[.zst]", help: "the seed, plain or packed")],
+        options: [
+            .value("to", "APP.db", .path, "the device database to create; an existing file is refused", required: true),
+            SignatureGate.optionSpec,
+            .json(),
+        ])
+
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(words, flags: ["json"], valued: ["to", SignatureGate.option])
+        let arguments = try Arguments(words, spec: spec)
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         guard let destination = arguments.values["to"], !destination.isEmpty else {
             throw Arguments.UsageError(message: "install needs --to APP.db")

@@ -5,8 +5,16 @@ import SynchroProtocol
 /// mode 0600, never overwritten, never printed), the public key to `KEY.pub`; the key ID (SHA-256 of the public
 /// key's DER) is printed. Exit 0, or 2 when a file exists or cannot be written.
 enum KeygenCommand {
+    static let spec = CommandSpec(
+        "keygen", "a new Ed25519 signing key (KEY mode 0600) and KEY.pub",
+        options: [
+            .value(
+                "out", "KEY", .path, "the private key file to create; the public key goes to KEY.pub", required: true),
+            .json(),
+        ])
+
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(words, flags: ["json"], valued: ["out"])
+        let arguments = try Arguments(words, spec: spec)
         try arguments.requirePositionals(atMost: 0)
         guard let path = arguments.values["out"], !path.isEmpty else {
             throw Arguments.UsageError(message: "keygen needs --out KEY (the private key file to create)")

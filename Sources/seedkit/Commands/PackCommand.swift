@@ -6,21 +6,36 @@ import SynchroProtocol
 /// `seedkit pack FILE [--patch-from PREVIOUS.db]`: one zstd frame with content size and checksum, published
 /// atomically; with `--patch-from`, a patch against the previous seed, `FILE.patch.zst` (see docs/cli.md).
 enum PackCommand {
+    static let spec = CommandSpec(
+        "pack", "compress a seed into one checksummed zstd frame (or a patch)",
+        positionals: [PositionalSpec(placeholder: "FILE", help: "the seed database")],
+        options: [
+            .value(
+                "out", "FILE.zst", .path, "the frame to write", default: "FILE.zst, or FILE.patch.zst with --patch-from"),
+            .value("level", "N", .integer(Int64(PackOptions.levels.lowerBound)...Int64(PackOptions.levels.upperBound)),
+                   "zstd compression level", default: "\(PackOptions.defaultLevel)")
+                .invalidValues(rule: "invalid_level"),
+            .value("workers", "N", .integer(1...256), "compression threads; the frame is the same for any count",
+                   default: "one per processor, at most 4").invalidValues(rule: "invalid_worker_count"),
+            maximumOutputBytes("refuse to write a frame larger than this"),
+            .value("patch-from", "PREVIOUS.db", .path, "write a patch that only unpacks against this previous seed"),
+            .force(),
+            .json(),
+        ])
+
+    /// `--max-output-bytes N` of `pack` and `unpack`, with the library's default limit.
+    static func maximumOutputBytes(_ help: String) -> OptionSpec {
+        .value("max-output-bytes", "N", .byteCount, help, default: "\(PackOptions.defaultMaximumOutputBytes >> 30)G")
+    }
+
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(
-            words, flags: ["force", "json"], valued: ["out", "level", "workers", "max-output-bytes", "patch-from"])
+        let arguments = try Arguments(words, spec: spec)
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         let input = arguments.positionals[0]
         var options = PackOptions(overwrite: arguments.flags.contains("force"))
-        if let level = arguments.values["level"] {
-            guard let value = Int32(level) else { throw Arguments.UsageError(message: "--level needs an integer") }
-            options.level = value
-        }
-        if let workers = arguments.values["workers"] {
-            guard let value = Int(workers) else { throw Arguments.UsageError(message: "--workers needs an integer") }
-            options.workers = value
-        }
-        if let limit = try PackOutput.byteCount(arguments, "max-output-bytes") { options.maximumOutputBytes = limit }
+        if let level = arguments.integer("level") { options.level = Int32(level) }
+        if let workers = arguments.values["workers"].flatMap({ Int($0) }) { options.workers = workers }
+        if let limit = arguments.byteCount("max-output-bytes") { options.maximumOutputBytes = limit }
         if let status = FailureReport.missing(input, command: "pack", json: arguments.flags.contains("json")) {
             return status
         }
@@ -123,20 +138,6 @@ struct PackOutput: Sendable {
         .object(JSONObject([
             "path": .string(path), "bytes": .number(JSONNumber(bytes)), "sha256": .string(sha256),
         ]))
-    }
-
-    /// A byte count option: an integer, optionally with a binary suffix `K`, `M`, `G` or `T` (`4G` = 4 GiB).
-    static func byteCount(_ arguments: Arguments, _ name: String) throws(Arguments.UsageError) -> Int64? {
-        guard var text = arguments.values[name] else { return nil }
-        var shift: Int64 = 0
-        if let suffix = text.last, let power = ["K": 10, "M": 20, "G": 30, "T": 40][suffix.uppercased()] {
-            shift = Int64(power)
-            text.removeLast()
-        }
-        guard let value = Int64(text), value > 0, value <= Int64.max >> shift else {
-            throw Arguments.UsageError(message: "--\(name) needs a positive byte count (such as 1048576 or 4G)")
-        }
-        return value << shift
     }
 }
 

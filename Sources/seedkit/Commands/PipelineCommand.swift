@@ -13,34 +13,61 @@ import SystemKit
 /// SIGTERM stopped it (`interrupted; nothing published`). `seedkit pipeline clean FILE` removes the scratch
 /// directories of dead runs.
 enum PipelineCommand {
+    static let runSpec = CommandSpec(
+        "pipeline run", "export, verify, pack, install, rehearse and publish a seed",
+        positionals: [PositionalSpec(placeholder: "FILE", help: "the pipeline file (docs/pipelines.md)")],
+        options: [
+            .flag("dry-run", "check the file and the source, change nothing"),
+            .force("publish even when the publication is up to date"),
+            .value("wait", "SECONDS", .integer(0...86_400),
+                   "when another run holds the publish directory, wait this long instead of failing with locked"),
+            overrides,
+            .json("JSON Lines events on standard output"),
+        ] + NetworkOptions.specs)
+    static let validateSpec = CommandSpec(
+        "pipeline validate", "check a pipeline file without running anything",
+        positionals: [PositionalSpec(placeholder: "FILE", help: "the pipeline file (docs/pipelines.md)")],
+        options: [overrides, .json("one JSON object: the file's name, source kind, steps and publish directory")])
+    /// `--set KEY.PATH=VALUE`, which `pipeline run` and `pipeline validate` take alike.
+    static let overrides = OptionSpec.value(
+        "set", "KEY.PATH=VALUE", .text,
+        "override one member of the file (after SEEDKIT_PIPELINE_… variables); unknown members are refused",
+        repeatable: true)
+    static let cleanSpec = CommandSpec(
+        "pipeline clean", "remove the scratch directories of killed runs",
+        positionals: [PositionalSpec(placeholder: "FILE", help: "the pipeline file whose publish directory to clean")],
+        options: [.json("JSON Lines events on standard output")])
+
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         switch words.first {
         case "run": return try runPipeline(Array(words.dropFirst()))
+        case "validate": return try validate(Array(words.dropFirst()))
         case "clean": return try clean(Array(words.dropFirst()))
         default:
-            throw Arguments.UsageError(message: "pipeline needs a subcommand: pipeline run FILE or pipeline clean FILE")
+            throw Arguments.UsageError(
+                message: "pipeline needs a subcommand: pipeline run FILE, pipeline validate FILE or "
+                    + "pipeline clean FILE")
         }
     }
 
     private static func runPipeline(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(words, flags: ["json", "dry-run", "force"], valued: ["wait"])
+        let arguments = try Arguments(words, spec: runSpec)
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
-        var wait: Duration?
-        if let text = arguments.values["wait"] {
-            guard let seconds = Int(text), (0...86_400).contains(seconds) else {
-                throw Arguments.UsageError(message: "--wait needs seconds in 0…86400")
-            }
-            wait = .seconds(seconds)
-        }
+        let wait = arguments.integer("wait").map { Duration.seconds($0) }
         let flags = arguments.flags
+        let network = NetworkOptions(arguments)
         let output = PipelineOutput(json: flags.contains("json"), console: arguments.console("pipeline"))
-        guard let definition = load(arguments.positionals[0], output: output) else { return .invalidInput }
+        guard let definition = load(arguments.positionals[0], sets: arguments.allValues["set"], output: output) else {
+            return .invalidInput
+        }
         output.begin(definition, dryRun: flags.contains("dry-run"))
         // From here SIGINT and SIGTERM stop the run at its next safe point instead of killing it mid-write.
         Interruption.install()
-        let options = PipelineRunOptions(
+        var options = PipelineRunOptions(
             dryRun: flags.contains("dry-run"), force: flags.contains("force"), lockWait: wait,
             isInterrupted: { Interruption.requested })
+        options.network = network.settings(
+            command: "pipeline", json: output.json, console: output.console, jsonLines: true)
         do {
             let report = try PipelineRunner.run(definition, options: options, events: output.handler)
             output.finish(report)
@@ -49,11 +76,21 @@ enum PipelineCommand {
                              status: .interrupted)
                 return .interrupted
             }
+            if let failed = report.checks.first(where: { !$0.passed }) {
+                // A dry run's failed check: the closing error names the first one's rule; each is listed above.
+                let count = report.checks.filter { !$0.passed }.count
+                output.error(
+                    rule: failed.rule ?? "check_failed", member: failed.name,
+                    message: "pipeline \(definition.name): the dry run found \(count) problem\(count == 1 ? "" : "s") "
+                        + "a run would fail on: \(failed.message)", status: .checkFailed)
+                return .checkFailed
+            }
             return report.passed ? .success : .checkFailed
         } catch {
             let status: ExitStatus = switch error {
             case .locked: .locked
             case .interrupted: .interrupted
+            case .source(.transport(_, _, _, true)): .retriesExhausted
             default: error.isInvalidInput ? .invalidInput : .checkFailed
             }
             var message = "pipeline \(definition.name): \(error)"
@@ -69,7 +106,7 @@ enum PipelineCommand {
 
     /// `pipeline clean FILE`: removes the scratch directories of dead runs beside the publish directory.
     private static func clean(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(words, flags: ["json"])
+        let arguments = try Arguments(words, spec: cleanSpec)
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         let console = arguments.console("pipeline")
         let output = PipelineOutput(json: arguments.flags.contains("json"), console: console)
@@ -94,9 +131,38 @@ enum PipelineCommand {
         }
     }
 
-    private static func load(_ file: String, output: PipelineOutput) -> PipelineDefinition? {
+    /// `pipeline validate FILE`: the file (with its overrides) checked as a run would load it, without reaching the
+    /// source or writing anything.
+    private static func validate(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
+        let arguments = try Arguments(words, spec: validateSpec)
+        try arguments.requirePositionals(atMost: 1, atLeast: 1)
+        let console = arguments.console("pipeline")
+        let output = PipelineOutput(json: arguments.flags.contains("json"), console: console)
+        guard let definition = load(arguments.positionals[0], sets: arguments.allValues["set"], output: output) else {
+            return .invalidInput
+        }
+        let steps = definition.steps.map(\.rawValue)
+        if output.json {
+            output.event([
+                JSONMember("event", .string("valid")), JSONMember("pipeline", .string(definition.name)),
+                JSONMember("source", .string(definition.source.kind)),
+                JSONMember("steps", .array(steps.map(JSONValue.string))),
+                JSONMember("publish_directory", .string(definition.publishDirectory)),
+            ])
+        } else {
+            console.info("pipeline \(definition.name) is valid: \(definition.source.kind) source, steps "
+                + steps.joined(separator: ", ") + ", publish directory \(definition.publishDirectory)\n")
+        }
+        return .success
+    }
+
+    /// The definition at `file` with the overrides of `SEEDKIT_PIPELINE_…` variables and then of `--set` (`sets`);
+    /// nil after reporting why it is invalid.
+    private static func load(_ file: String, sets: [String]? = nil, output: PipelineOutput) -> PipelineDefinition? {
         do {
-            return try PipelineDefinition.load(file: file)
+            var overrides = try PipelineFormat.overrides(environment: ProcessInfo.processInfo.environment)
+            for assignment in sets ?? [] { overrides.append(try PipelineOverride(parsing: assignment)) }
+            return try PipelineDefinition.load(file: file, overrides: overrides)
         } catch {
             output.error(rule: error.rule, member: error.member, message: "invalid pipeline file: \(error)",
                          status: .invalidInput)
@@ -141,7 +207,10 @@ private final class PipelineOutput: Sendable {
         { [self] event in
             switch event {
             case .stepStarted(let step): console.detail("\(step.rawValue) started")
-            case .stepFinished(let result): console.detail(PipelineText.stepLine(result))
+            case .stepFinished(let result):
+                console.detail(PipelineText.stepLine(result))
+                // Whatever the verbosity: a foreign file was kept and someone should look at it.
+                for warning in result.warnings { Terminal.err(Terminal.printable("seedkit: warning: \(warning)\n")) }
             case .sourceReady(let kind, let seconds):
                 console.detail("\(kind) source ready in \(PipelineText.seconds(seconds))")
             case .progress: break
@@ -311,140 +380,5 @@ private final class PipelineProgressLine: Sendable {
             line += "  ~\(PipelineText.seconds(Double(total - progress.done) / rate)) left"
         }
         return line
-    }
-}
-
-/// Text renderings shared by `pipeline run` and `rehearse`.
-enum PipelineText {
-    /// `100,040`.
-    static func count(_ value: Int64) -> String {
-        let digits = String(value.magnitude)
-        var grouped = ""
-        for (index, digit) in digits.enumerated() {
-            if index > 0 && (digits.count - index) % 3 == 0 { grouped.append(",") }
-            grouped.append(digit)
-        }
-        return (value < 0 ? "-" : "") + grouped
-    }
-
-    /// `33.2 MB` (powers of 1000), `812 B`.
-    static func bytes(_ value: Int64) -> String {
-        let units = ["B", "kB", "MB", "GB", "TB"]
-        var amount = Double(value)
-        var unit = 0
-        while amount >= 1000 && unit < units.count - 1 {
-            amount /= 1000
-            unit += 1
-        }
-        return unit == 0 ? "\(value) B" : String(format: "%.1f %@", amount, units[unit])
-    }
-
-    /// `0.42 s`, `12.3 s`, `2 min 5 s`.
-    static func seconds(_ value: Double) -> String {
-        if value < 10 { return String(format: "%.2f s", value) }
-        if value < 60 { return String(format: "%.1f s", value) }
-        let whole = Int(value.rounded())
-        return "\(whole / 60) min \(whole % 60) s"
-    }
-
-    static func seconds(between start: ContinuousClock.Instant, and end: ContinuousClock.Instant) -> Double {
-        let elapsed = end - start
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-    }
-
-    static func stepLine(_ result: PipelineStepResult) -> String {
-        var line = "\(result.step.rawValue): \(result.outcome.rawValue)"
-        if let rows = result.rows { line += ", \(count(rows)) rows" }
-        if let bytes = result.bytes { line += ", \(self.bytes(bytes))" }
-        line += ", \(seconds(result.seconds))"
-        if let failure = result.failure { line += " — \(failure.rule): \(failure.message)" }
-        return line
-    }
-
-    /// The summary table, the rehearsal and the publication.
-    static func report(_ report: PipelineReport) -> String {
-        // Reused and planned steps have no rows, sizes or times: the closing line names them instead.
-        let ran = report.outcome != .upToDate && report.outcome != .validated
-        var text = ran ? table(report.steps) : ""
-        if let rehearsal = report.rehearsal { text += "\n" + self.rehearsal(rehearsal) }
-        if let seed = report.seed { text += (text.isEmpty ? "" : "\n") + publication(seed) }
-        return text
-    }
-
-    static func table(_ steps: [PipelineStepResult]) -> String {
-        let rows = [["step", "outcome", "rows", "size", "time"]] + steps.map { result in
-            let ran = result.outcome == .passed || result.outcome == .failed
-            return [
-                result.step.rawValue, result.outcome.rawValue, result.rows.map(count) ?? "",
-                result.bytes.map(bytes) ?? "", ran ? seconds(result.seconds) : "",
-            ]
-        }
-        let widths = (0..<5).map { column in rows.map { $0[column].count }.max() ?? 0 }
-        return rows.map { row in
-            row.enumerated().map { column, cell in
-                let padding = String(repeating: " ", count: widths[column] - cell.count)
-                return column >= 2 ? padding + cell : cell + padding
-            }.joined(separator: "  ").replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression)
-        }.joined(separator: "\n") + "\n"
-    }
-
-    /// What a device experienced on its first sync after installing the seed.
-    static func rehearsal(_ report: RehearsalReport) -> String {
-        var text = "rehearsal (\(report.passed ? "passed" : "failed")): a device installing the seed starts with "
-            + "\(count(report.seededRows)) rows\n"
-        let width = report.scopes.map(\.id.count).max() ?? 0
-        for scope in report.scopes {
-            text += "  \(scope.id.padding(toLength: width, withPad: " ", startingAt: 0))  "
-                + "\(count(scope.seededRows)) seeded rows, \(scope.outcome)\n"
-        }
-        text += "  first sync: " + requests(report.firstSync) + ", \(count(Int64(report.firstSync.rowsApplied))) rows "
-            + "applied after the seed"
-        if !report.firstSync.scopesRebuilt.isEmpty {
-            text += " (rebuilt: \(report.firstSync.scopesRebuilt.joined(separator: ", ")))"
-        }
-        text += "\n"
-        if let rebuild = report.rebuild {
-            text += "  without the seed: " + requests(rebuild) + ", \(count(Int64(rebuild.rowsApplied))) rows\n"
-        }
-        return text
-    }
-
-    static func requests(_ summary: SyncSummary) -> String {
-        "\(summary.connectRequests) connect, \(summary.pullRequests) pull, \(summary.pushRequests) push, "
-            + "\(summary.rebuildRequests) rebuild requests"
-    }
-
-    /// Where the publication is and what it holds.
-    static func publication(_ seed: PublishedSeed) -> String {
-        var text = "published in \(seed.directory):\n"
-        let width = seed.files.map(\.name.count).max() ?? 0
-        for file in seed.files {
-            text += "  \(file.name.padding(toLength: width, withPad: " ", startingAt: 0))  "
-                + "\(bytes(file.bytes)) (\(count(file.bytes)) bytes)  sha256 \(file.sha256)\n"
-        }
-        text += "  evidence.json, SHA256SUMS\n"
-        let scopes = "\(seed.scopes.count) portable scope\(seed.scopes.count == 1 ? "" : "s")"
-        text += "seed: \(count(seed.rows)) rows in \(scopes), schema version \(seed.schemaVersion)\n"
-        for scope in seed.scopes {
-            text += "  \(scope.id): \(count(scope.cardinality)) rows, checksum \(scope.checksum)\n"
-        }
-        return text
-    }
-
-    /// The closing line.
-    static func result(_ report: PipelineReport) -> String {
-        switch report.outcome {
-        case .published: "published \(report.name) to \(report.publishDirectory) in \(seconds(report.seconds))\n"
-        case .upToDate:
-            "up to date: \(report.publishDirectory) already holds this publication; nothing was redone or rewritten\n"
-        case .completed: "every step passed (the pipeline does not publish)\n"
-        case .validated:
-            "pipeline \(report.name) is valid; steps: "
-                + report.steps.filter { $0.outcome != .skipped }.map(\.step.rawValue).joined(separator: ", ")
-                + (report.upToDate ? "; the publication is up to date\n" : "; a run would build a new publication\n")
-        case .failed: "pipeline \(report.name) failed; nothing was published\n"
-        // Said on standard error, with the rule, by the closing error.
-        case .interrupted: ""
-        }
     }
 }

@@ -8,37 +8,43 @@ import SynchroProtocol
 /// and prints what the device experienced. Exit status 0 when every seeded scope continued from the seed and
 /// verified (and matched a fresh rebuild with `--rebuild-compare`), 1 when not, 2 for usage or an unusable file.
 enum RehearseCommand {
+    static let spec = CommandSpec(
+        "rehearse", "a seed's first sync on a copy installed as a device would",
+        positionals: [PositionalSpec(placeholder: "SEED.db[.zst]", help: "the seed, plain or packed")],
+        options: [
+            .value("server", "URL", .text, "the server's base URL, http:// or https://", required: true),
+            .secretVariable("token", "the variable holding the test user's bearer credential"),
+            .secretFile("token", "the file holding the test user's bearer credential, instead of a variable"),
+            .value("page-limit", "N", .integer(1...1000), "limit of pull pages",
+                   default: "\(RehearsalOptions(server: "", credential: "").pageLimit)"),
+            .value("app-version", "V", .version, "app_version and X-App-Version",
+                   default: RehearsalOptions(server: "", credential: "").appVersion),
+            .flag("rebuild-compare", "also rebuild every portable scope into a fresh store and compare digests"),
+            SignatureGate.optionSpec,
+            .json("one JSON report instead of text"),
+        ] + NetworkOptions.specs)
+
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(
-            words, flags: ["rebuild-compare", "json"],
-            valued: ["server", "token-env", "token-file", "page-limit", "app-version", SignatureGate.option])
+        let arguments = try Arguments(words, spec: spec)
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         guard let server = arguments.values["server"], server.hasPrefix("http://") || server.hasPrefix("https://")
         else {
             throw Arguments.UsageError(message: "rehearse needs --server http(s)://HOST:PORT")
         }
-        guard let token = try SecretInput.read(arguments, option: "token", defaultVariable: nil) else {
+        guard let token = try SecretInput.read(arguments, option: "token") else {
             throw Arguments.UsageError(
                 message: "rehearse needs --token-env VAR or --token-file FILE (the test user's token)",
                 rule: "credential_missing")
         }
         var options = RehearsalOptions(
             server: server, credential: token.value, rebuildCompare: arguments.flags.contains("rebuild-compare"))
-        if let text = arguments.values["page-limit"] {
-            guard let limit = Int64(text), (1...1000).contains(limit) else {
-                throw Arguments.UsageError(message: "--page-limit needs a count in 1…1000")
-            }
-            options.pageLimit = limit
-        }
-        if let version = arguments.values["app-version"] {
-            guard SemanticVersion(version) != nil else {
-                throw Arguments.UsageError(message: "--app-version needs a SemVer version")
-            }
-            options.appVersion = version
-        }
+        if let limit = arguments.integer("page-limit") { options.pageLimit = limit }
+        if let version = arguments.values["app-version"] { options.appVersion = version }
         let json = arguments.flags.contains("json")
         let seed = arguments.positionals[0]
         let console = arguments.console("rehearse")
+        let network = NetworkOptions(arguments)
+        options.network = network.settings(command: "rehearse", json: json, console: console)
         let keys = try SignatureGate.trustedKeys(arguments)
         if let refused = SignatureGate.check(seed, keys: keys, asJSON: json, console: console) { return refused }
         console.detail("seed \(seed), installed in a new directory under \(NSTemporaryDirectory())")
@@ -60,8 +66,9 @@ enum RehearseCommand {
                 ]))
                 Terminal.out(bytes: ((try? CanonicalJSON.encode(object)) ?? []) + [0x0A])
             }
-            Terminal.err("seedkit: rehearse failed: \(error)\n")
+            Terminal.err("seedkit: \(FailureReport.text("rehearse failed: \(error)", rule: error.rule))\n")
             for finding in (error.installFindings).prefix(20) { Terminal.err("  \(finding)\n") }
+            if case .rehearsal(let failure) = error, failure.retriesExhausted { return .retriesExhausted }
             return error.isInvalidInput ? .invalidInput : .checkFailed
         }
     }

@@ -10,22 +10,31 @@ import SystemKit
 /// from `--token-file FILE` (one `USER=SECRET` per line) or `SEEDKIT_TOKENS="alice=secret1,bob=secret2"`, the
 /// operator token from `SEEDKIT_OPERATOR_TOKEN`, `--operator-token-env VAR` or `--operator-token-file FILE`.
 enum ServeCommand {
+    static let spec = CommandSpec(
+        "serve", "run the reference protocol 3 server until SIGINT or SIGTERM",
+        options: [
+            .value("dataset", "DIR", .path, "the dataset directory: manifest and generated rows", required: true),
+            .value("rows", "N", .integer(0...Int64.max), "rows to generate, instead of the dataset's own count"),
+            .value("listen", "HOST:PORT", .text, "the address to listen on; port 0 picks a free port",
+                   default: "127.0.0.1:0"),
+            .value("db", "FILE", .path, "the server's SQLite database, kept; default a private temporary one"),
+            .value("store", "CONNINFO", .text, "a PostgreSQL store instead of SQLite (postgresql://… or key=value)"),
+            OptionSpec.secretFile("token", "user credentials, one USER=SECRET per line").supplied(by: "SEEDKIT_TOKENS"),
+            .secretVariable(
+                "operator-token", "the variable holding the operator token (enables the operator routes)",
+                default: "SEEDKIT_OPERATOR_TOKEN"),
+            .secretFile("operator-token", "the file holding the operator token"),
+            .value("min-client-version", "V", .version, "refuse clients older than this with upgrade_required"),
+            .value("materialization-lag", "MS", .integer(0...Int64.max),
+                   "materialize changes in the background every MS milliseconds; 0 at once", default: "0"),
+        ])
+
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(
-            words, valued: [
-                "dataset", "rows", "listen", "db", "store", "token-file", "operator-token-env", "operator-token-file",
-                "min-client-version", "materialization-lag",
-            ])
+        let arguments = try Arguments(words, spec: spec)
         try arguments.requirePositionals(atMost: 0)
-        guard let datasetPath = arguments.values["dataset"] else {
-            throw Arguments.UsageError(message: "serve needs --dataset DIR")
-        }
-        let (host, port) = try listenAddress(arguments.values["listen"] ?? "127.0.0.1:0")
-        var rows: Int?
-        if let text = arguments.values["rows"] {
-            guard let n = Int(text), n >= 0 else { throw Arguments.UsageError(message: "--rows needs a count ≥ 0") }
-            rows = n
-        }
+        let datasetPath = arguments.values["dataset"] ?? ""
+        let (host, port) = try listenAddress(arguments.value("listen") ?? "")
+        let rows = arguments.integer("rows").map { Int($0) }
         let environment = ProcessInfo.processInfo.environment
         var pairs = environment["SEEDKIT_TOKENS"].map(splitList) ?? []
         if let file = arguments.values["token-file"] {
@@ -39,22 +48,12 @@ enum ServeCommand {
                 message: "serve needs user credentials: --token-file FILE (USER=SECRET lines) or SEEDKIT_TOKENS",
                 rule: "credential_missing")
         }
-        let operatorToken = try SecretInput.read(
-            arguments, option: "operator-token", defaultVariable: "SEEDKIT_OPERATOR_TOKEN")
-        var minimum: SemanticVersion?
-        if let text = arguments.values["min-client-version"] {
-            guard let version = SemanticVersion(text) else {
-                throw Arguments.UsageError(message: "--min-client-version needs a SemVer version")
-            }
-            minimum = version
-        }
+        let operatorToken = try SecretInput.read(arguments, option: "operator-token")
+        let minimum = arguments.values["min-client-version"].flatMap(SemanticVersion.init)
 
         var materialization = MaterializationMode.immediate
-        if let text = arguments.values["materialization-lag"] {
-            guard let milliseconds = Int(text), milliseconds >= 0 else {
-                throw Arguments.UsageError(message: "--materialization-lag needs milliseconds ≥ 0")
-            }
-            if milliseconds > 0 { materialization = .background(interval: .milliseconds(milliseconds)) }
+        if let milliseconds = arguments.integer("materialization-lag"), milliseconds > 0 {
+            materialization = .background(interval: .milliseconds(milliseconds))
         }
 
         let dataset: Dataset

@@ -8,9 +8,21 @@ import SystemKit
 /// subjects are the files, written as `provenance.intoto.jsonl` in that directory. The key is never printed.
 /// Exit 0, or 2.
 enum SignCommand {
+    static let spec = CommandSpec(
+        "sign", "sign files into provenance.intoto.jsonl beside them",
+        positionals: [
+            PositionalSpec(placeholder: "FILE", help: "a file to sign; all in one directory", repeatable: true),
+        ],
+        options: [
+            .secretFile("key", "the private key file (mode 0600); exactly one of --key-file and --key-env"),
+            .secretVariable("key", "the variable holding the private key's PEM text"),
+            .force("replace an existing provenance.intoto.jsonl"),
+            .json(),
+        ])
+
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
         let started = Date()
-        let arguments = try Arguments(words, flags: ["force", "json"], valued: ["key-file", "key-env"])
+        let arguments = try Arguments(words, spec: spec)
         try arguments.requirePositionals(atMost: Int.max, atLeast: 1)
         let files = arguments.positionals
         let directories = Set(files.map {

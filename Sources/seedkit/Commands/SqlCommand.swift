@@ -10,8 +10,21 @@ import SystemKit
 /// runs through `execute`, so a write to a synced table is captured as a pending mutation. A refusal prints the
 /// broken rule and the error's message, which never holds values or SQL literals.
 enum SqlCommand {
+    static let spec = CommandSpec(
+        "sql", "one application SQL statement on a client store",
+        positionals: [
+            PositionalSpec(placeholder: "SQL", help: "the statement", kind: .text),
+            PositionalSpec(
+                placeholder: "ARG", help: "a value bound to the next ? (null, integer, real or text)", optional: true,
+                repeatable: true, kind: .text),
+        ],
+        options: [
+            .value("db", "FILE", .path, "the client store", required: true),
+            .json("the rows or the change count as one JSON object"),
+        ])
+
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(words, flags: ["json"], valued: ["db"])
+        let arguments = try Arguments(words, spec: spec)
         guard let path = arguments.values["db"], !path.isEmpty else {
             throw Arguments.UsageError(message: "sql needs --db FILE")
         }

@@ -6,9 +6,20 @@ import SeedArtifacts
 /// seed. With `--trusted-key`, the frame's publication signature is checked first (exit 6) and the output must have
 /// the signed digest of the seed before it is published (see docs/cli.md).
 enum UnpackCommand {
+    static let spec = CommandSpec(
+        "unpack", "decompress a packed seed, refusing damage and oversize",
+        positionals: [PositionalSpec(placeholder: "FILE.zst", help: "the frame (or patch) to unpack")],
+        options: [
+            .value("out", "FILE", .path, "the database to write", default: "FILE.zst without .zst (or .patch.zst)"),
+            PackCommand.maximumOutputBytes("refuse output larger than this, before anything is written"),
+            .value("patch-from", "PREVIOUS.db", .path, "the previous seed a patch was made against"),
+            SignatureGate.optionSpec,
+            .force(),
+            .json(),
+        ])
+
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(
-            words, flags: ["force", "json"], valued: ["out", "max-output-bytes", "patch-from", SignatureGate.option])
+        let arguments = try Arguments(words, spec: spec)
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         let input = arguments.positionals[0]
         guard let output = arguments.values["out"] ?? defaultOutput(input) else {
@@ -30,7 +41,7 @@ enum UnpackCommand {
             }
             options.expectedSHA256 = digest
         }
-        if let limit = try PackOutput.byteCount(arguments, "max-output-bytes") { options.maximumOutputBytes = limit }
+        if let limit = arguments.byteCount("max-output-bytes") { options.maximumOutputBytes = limit }
         if let status = FailureReport.missing(input, command: "unpack", json: arguments.flags.contains("json")) {
             return status
         }

@@ -9,8 +9,19 @@ import SynchroProtocol
 /// also compared with the server's through one unapplied pull. Exit 0 when every check holds, 1 with findings,
 /// 2 for a wrong invocation or a missing file.
 enum ValidateCommand {
+    static let spec = CommandSpec(
+        "validate", "every consistency check of a client store, read-only",
+        options: [
+            .value("db", "FILE", .path, "the client store to check", required: true),
+            .value("server", "URL", .text, "also compare each scope's checksum with this server's (needs a token)"),
+            .secretVariable("token", "with --server: the variable holding the bearer credential"),
+            .secretFile("token", "with --server: the file holding the bearer credential"),
+            .value("app-version", "V", .version, "with --server: app_version and X-App-Version", default: "1.0.0"),
+            .json("one JSON object with every check instead of text"),
+        ] + NetworkOptions.specs)
+
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(words, flags: ["json"], valued: ["db", "server", "token-env", "token-file", "app-version"])
+        let arguments = try Arguments(words, spec: spec)
         guard arguments.positionals.isEmpty else {
             throw Arguments.UsageError(message: "validate takes no positional arguments")
         }
@@ -18,6 +29,7 @@ enum ValidateCommand {
             throw Arguments.UsageError(message: "validate needs --db FILE")
         }
         let server = try serverOptions(arguments)
+        let network = NetworkOptions(arguments)
         if let status = FailureReport.missing(path, command: "validate", json: arguments.flags.contains("json")) {
             return status
         }
@@ -30,8 +42,11 @@ enum ValidateCommand {
             if let server {
                 console.detail("comparing with \(Console.displayURL(server.url)), credential from "
                     + server.source)
+                let settings = network.settings(
+                    command: "validate", json: arguments.flags.contains("json"), console: console)
                 let transport = try HTTPSyncTransport(
-                    baseURL: server.url, credential: server.token, appVersion: server.appVersion)
+                    baseURL: server.url, credential: server.token, appVersion: server.appVersion,
+                    timeout: network.timeout, retry: settings.retryPolicy)
                 validation = try validator.validate(against: transport)
             } else {
                 validation = try validator.validate()
@@ -69,10 +84,7 @@ enum ValidateCommand {
         guard arguments.values["token-env"] != nil || arguments.values["token-file"] != nil else {
             throw Arguments.UsageError(message: "--server needs --token-env VAR or --token-file FILE")
         }
-        let appVersion = arguments.values["app-version"] ?? "1.0.0"
-        guard SemanticVersion(appVersion) != nil else {
-            throw Arguments.UsageError(message: "--app-version needs a SemVer version")
-        }
+        let appVersion = arguments.value("app-version") ?? ""
         let secret = try SyncCommand.credential(arguments)
         return (url, secret.value, secret.source, appVersion)
     }

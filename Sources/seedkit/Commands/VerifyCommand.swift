@@ -8,8 +8,13 @@ import SynchroProtocol
 /// passes, 1 with findings, 2 when the input is not a usable seed file or the invocation is wrong, 6 when
 /// `--trusted-key` is given and the publication's signature does not hold (checked first).
 enum VerifyCommand {
+    static let spec = CommandSpec(
+        "verify", "every publication and device-installer check of a seed",
+        positionals: [PositionalSpec(placeholder: "SEED.db[.zst]", help: "the seed, plain or packed")],
+        options: [SignatureGate.optionSpec, .json("one JSON report instead of PASS and FAIL lines")])
+
     static func run(_ words: [String]) throws(Arguments.UsageError) -> ExitStatus {
-        let arguments = try Arguments(words, flags: ["json"], valued: [SignatureGate.option])
+        let arguments = try Arguments(words, spec: spec)
         try arguments.requirePositionals(atMost: 1, atLeast: 1)
         let path = arguments.positionals[0]
         let asJSON = arguments.flags.contains("json")

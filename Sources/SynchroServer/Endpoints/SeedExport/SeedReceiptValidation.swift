@@ -7,7 +7,7 @@ import SynchroProtocol
 ///
 /// The caller handles assignment first: a receipt for a scope the client is not assigned is
 /// answered with `scopes.remove` and never reaches this check. Every failure here — forged or
-/// malformed token, another scope, an export this server does not hold, a stale lineage, an
+/// malformed token, another scope, another key ID, a stale lineage, an
 /// incompatible schema, a boundary the stream cannot resume from — gives the same answer, no
 /// cursor: the client rebuilds the scope. The client sees no reason (integrity §9 point 6).
 enum SeedReceiptValidation {
@@ -24,10 +24,10 @@ enum SeedReceiptValidation {
     /// nil otherwise.
     static func cursor(receipt: String, scope: String, connect: Connect, state: EngineState) throws -> String? {
         let stream = try StreamState.load(from: state.store)
-        guard let export = try authenticExport(receipt: receipt, scope: scope, state: state),
+        guard let claims = authenticReceipt(receipt, scope: scope, state: state),
               ClientGate.contains(state.dataset.portableScopes, scope),
-              schemaContinues(export: export, scope: scope, connect: connect, current: state.manifest),
-              let position = try resumablePosition(export: export, stream: stream, store: state.store)
+              schemaContinues(claims, scope: scope, connect: connect, current: state.manifest),
+              let position = try resumablePosition(claims, stream: stream, store: state.store)
         else { return nil }
         return state.cursorSigner.issue(PullCursor(
             user: connect.client.userID, client: connect.client.clientID, generation: connect.client.generation,
@@ -35,37 +35,37 @@ enum SeedReceiptValidation {
         ).payload)
     }
 
-    /// The export the receipt was issued by, when the receipt is authentic (MAC in constant time),
-    /// has the exact receipt payload (kind, version, members), names `scope`, and equals the
-    /// receipt this server issued for that scope of that export — same key, schema, generations,
-    /// boundary, cardinality, checksum and issue time.
-    private static func authenticExport(receipt: String, scope: String, state: EngineState) throws -> SeedExport? {
+    /// The receipt's claims when it is authentic (MAC in constant time, under this server's continuation key),
+    /// has the exact receipt payload (kind, version, members), names `scope` and carries this server's key ID.
+    ///
+    /// The receipt alone is the evidence, as upstream validates it: an export made through the SQL functions runs
+    /// in a READ ONLY transaction and leaves no `seed_exports` row, and only this server's key can have signed
+    /// the payload, so its schema hash, lineage and boundary are what an export of this server saw.
+    private static func authenticReceipt(_ receipt: String, scope: String, state: EngineState)
+        -> SeedContinuationPayload?
+    {
         guard let payload = try? state.seedReceiptSigner.verify(receipt),
               let decoded = try? SeedContinuationPayload(payload: payload), decoded.scopeID.exactlyEquals(scope),
-              let export = try SeedExport.load(exportID: decoded.exportID, store: state.store),
-              let exported = export.scope(scope),
-              SeedExportTokens.matches(payload, try SeedExportTokens.receiptPayload(
-                  export: export, scope: exported, keyID: state.seedKeyIDs.receipt))
+              decoded.keyID.exactlyEquals(state.seedKeyIDs.receipt)
         else { return nil }
-        return export
+        return decoded
     }
 
-    /// Whether the seed's rows, digested under the export's schema, continue under the schema this
+    /// Whether the seed's rows, digested under the receipt's schema, continue under the schema this
     /// connect selects.
     ///
     /// The receipt must describe what the client has installed (the seed's own schema), the
     /// dispatch must leave the client on a usable schema without rebuilding this scope, and the
     /// export's schema must lead to the current one compatibly.
     private static func schemaContinues(
-        export: SeedExport, scope: String, connect: Connect, current: SchemaManifest
+        _ claims: SeedContinuationPayload, scope: String, connect: Connect, current: SchemaManifest
     ) -> Bool {
-        guard let presented = connect.presentedSchema, presented.version == export.schemaVersion,
-              presented.hash.exactlyEquals(export.schemaHash)
+        guard let presented = connect.presentedSchema, presented.hash.exactlyEquals(claims.schemaHash),
+              compatibleLineage(fromHash: claims.schemaHash, to: current),
+              presented.version == current.schemaVersion
         else { return false }
         let dispatch = connect.dispatch
-        guard dispatch.action != "unsupported", !dispatch.resetAll, !ClientGate.contains(dispatch.affected, scope)
-        else { return false }
-        return compatibleLineage(fromHash: export.schemaHash, to: current)
+        return dispatch.action != "unsupported" && !dispatch.resetAll && !ClientGate.contains(dispatch.affected, scope)
     }
 
     /// True when rows exported under `fromHash` stay valid under `current` at the same position.
@@ -77,17 +77,20 @@ enum SeedReceiptValidation {
         fromHash.exactlyEquals(current.schemaHash)
     }
 
-    /// The export boundary's stream position when every lineage counter the receipt binds is
+    /// The receipt boundary's stream position when every lineage counter the receipt binds is
     /// still current and the stream can resume there.
     ///
     /// The reference server keeps its whole stream (no compaction, resume floor 0), so any
     /// position of the current stream generation up to the materialized head is resumable.
-    private static func resumablePosition(export: SeedExport, stream: StreamState, store: ServerStore) throws
-        -> Int64?
+    private static func resumablePosition(_ claims: SeedContinuationPayload, stream: StreamState, store: ServerStore)
+        throws -> Int64?
     {
-        guard export.generations == stream.generations,
-              export.registryGeneration == (try store.metaInteger("registry_generation")),
-              let position = export.snapshotBoundary.streamPosition, position == export.boundary,
+        let current = stream.generations
+        guard claims.streamGeneration == UInt64(clamping: current.stream),
+              claims.membershipGeneration == UInt64(clamping: current.membership),
+              claims.retentionGeneration == UInt64(clamping: current.retention),
+              claims.registryGeneration == UInt64(clamping: try store.metaInteger("registry_generation")),
+              let position = claims.snapshotBoundary.streamPosition,
               position >= 0, position <= stream.position
         else { return nil }
         return position

@@ -1,0 +1,299 @@
+/// Upstream's portable-seed SQL interface on the reference server's PostgreSQL store (issue #17): in schema
+/// `synchro`, `synchro_schema_manifest()`, `synchro_portable_seed_manifest(p_page_limit)`,
+/// `synchro_portable_seed_scope(…)`, `synchro_register_shared_scope` and `synchro_unregister_shared_scope`, with
+/// upstream's argument lists, `STRICT`, `SECURITY DEFINER` and `SET search_path = pg_catalog, synchro`, and the
+/// NOLOGIN role `synchro_seed` with `EXECUTE` on exactly the three export functions
+/// (`docs/upstream/postgresql-extension.md` §1–§4).
+///
+/// `seedkit export --source postgresql://` then runs against the server's own database exactly as against a real
+/// deployment, and gets the same manifest, pages, tokens, receipts and digests as from `POST /operator/seed/*`
+/// for the same data: the functions read the same materialized rows (`projection` ∩ `membership`) and sign with the
+/// same keys. Unlike the HTTP export they store nothing (the transaction is READ ONLY): the session lives in a
+/// signed transaction-local setting, pages are read straight from the snapshot in identity order (keyset on the
+/// identity after the previous page, so an export reads each row once), and connect validates a receipt from its
+/// own contents (``SeedReceiptValidation``).
+///
+/// Installed (replaced) every time a server opens the store, under the writer lock.
+enum SeedExportFunctions {
+    /// The whole installation script.
+    static var script: String {
+        [sharedScopes, SeedExportSQLHelpers.primitives, SeedExportSQLHelpers.exportPieces, schemaManifest,
+         exportManifest, scopePage, registration, grants].joined(separator: "\n")
+    }
+
+    /// Which shared scopes are declared and which of them portable: the dataset's, plus any an operator registers.
+    static let sharedScopes = #"""
+        CREATE SCHEMA IF NOT EXISTS synchro;
+        CREATE TABLE IF NOT EXISTS seedkit_server.shared_scopes(
+            scope_id text COLLATE "C" PRIMARY KEY,
+            portable boolean NOT NULL DEFAULT false
+        );
+        """#
+
+    static let schemaManifest = #"""
+        CREATE OR REPLACE FUNCTION synchro.synchro_schema_manifest() RETURNS jsonb
+        LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, synchro AS $f$
+        DECLARE
+            v_manifest record;
+        BEGIN
+            SELECT version, hash, manifest INTO v_manifest FROM seedkit_server.manifests ORDER BY version DESC LIMIT 1;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'loading schema manifest: no manifest is published' USING ERRCODE = 'XX000';
+            END IF;
+            RETURN jsonb_build_object('schema_version', v_manifest.version, 'schema_hash', v_manifest.hash,
+                'server_time', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                'manifest', convert_from(v_manifest.manifest, 'UTF8')::jsonb);
+        END
+        $f$;
+        """#
+
+    /// The first call of a transaction fixes the export: boundary (the materialized stream position its snapshot
+    /// sees), schema, lineage, every portable scope's cardinality and digest; later calls return the same manifest.
+    static let exportManifest = #"""
+        CREATE OR REPLACE FUNCTION synchro.synchro_portable_seed_manifest(p_page_limit integer DEFAULT 1000)
+        RETURNS jsonb LANGUAGE plpgsql STRICT SECURITY DEFINER SET search_path = pg_catalog, synchro AS $f$
+        DECLARE
+            v_state jsonb;
+            v_schema record;
+            v_scope record;
+            v_entries jsonb := '[]';
+            v_digests jsonb := '{}';
+            v_body jsonb;
+            v_hash text;
+            v_full jsonb;
+        BEGIN
+            IF p_page_limit < 1 OR p_page_limit > 1000 THEN
+                RETURN seedkit_server.seed_invalid_request('portable seed limit must be between 1 and 1000');
+            END IF;
+            IF NOT seedkit_server.seed_transaction_valid() THEN
+                RAISE EXCEPTION 'portable seed transaction is invalid: portable seed requires SERIALIZABLE READ ONLY DEFERRABLE'
+                    USING ERRCODE = 'XX000';
+            END IF;
+            v_state := seedkit_server.seed_state_load('synchro.seed_export_state', 'session');
+            IF v_state IS NOT NULL THEN
+                IF (v_state ->> 'page_limit')::integer <> p_page_limit THEN
+                    RETURN seedkit_server.seed_invalid_request('portable seed page limit is fixed for the export');
+                END IF;
+                RETURN v_state -> 'manifest';
+            END IF;
+            SELECT version, hash INTO v_schema FROM seedkit_server.manifests ORDER BY version DESC LIMIT 1;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'loading portable seed schema: no manifest is published' USING ERRCODE = 'XX000';
+            END IF;
+            v_state := jsonb_build_object(
+                'kind', 'session',
+                'transaction_id', pg_current_xact_id()::text,
+                'export_id', gen_random_uuid()::text,
+                'transaction_nonce', seedkit_server.seed_base64url(
+                    uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid())),
+                'schema_version', v_schema.version,
+                'schema_hash', v_schema.hash,
+                'registry_generation', seedkit_server.seed_meta_integer('registry_generation'),
+                'stream_generation', seedkit_server.seed_meta_integer('stream_generation'),
+                'membership_generation', seedkit_server.seed_meta_integer('membership_generation'),
+                'retention_generation', seedkit_server.seed_meta_integer('retention_generation'),
+                'snapshot_boundary', seedkit_server.seed_boundary(
+                    coalesce(seedkit_server.seed_meta_integer('stream_position'), 0)),
+                'page_limit', p_page_limit,
+                'issued_at', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'));
+            FOR v_scope IN
+                SELECT s.scope_id, d.cardinality, d.digest
+                FROM seedkit_server.shared_scopes s,
+                     LATERAL seedkit_server.seed_scope_digest(s.scope_id, decode(v_schema.hash, 'hex')) d
+                WHERE s.portable ORDER BY s.scope_id
+            LOOP
+                v_entries := v_entries || jsonb_build_array(jsonb_build_object(
+                    'id', v_scope.scope_id,
+                    'registry_generation', v_state -> 'registry_generation',
+                    'membership_generation', v_state -> 'membership_generation',
+                    'retention_generation', v_state -> 'retention_generation',
+                    'cardinality', v_scope.cardinality,
+                    'checksum', seedkit_server.seed_checksum(v_scope.digest)));
+                v_digests := v_digests || jsonb_build_object(v_scope.scope_id, jsonb_build_object(
+                    'cardinality', v_scope.cardinality, 'digest', encode(v_scope.digest, 'hex')));
+            END LOOP;
+            v_body := jsonb_build_object(
+                'export_id', v_state -> 'export_id', 'schema_version', v_state -> 'schema_version',
+                'schema_hash', v_state -> 'schema_hash', 'stream_generation', v_state -> 'stream_generation',
+                'snapshot_boundary', v_state -> 'snapshot_boundary', 'page_limit', p_page_limit,
+                'portable_scopes', v_entries);
+            v_hash := encode(sha256(convert_to('synchro:v3:seed-export-manifest:v1', 'UTF8') || '\x00'::bytea
+                || convert_to(seedkit_server.seed_canonical(v_body), 'UTF8')), 'hex');
+            v_state := v_state || jsonb_build_object('export_manifest_hash', v_hash, 'scopes', v_digests);
+            SELECT coalesce(jsonb_agg(e || jsonb_build_object(
+                       'continuation', seedkit_server.seed_receipt(v_state, e ->> 'id'),
+                       'page_token', seedkit_server.seed_page_token(v_state, e ->> 'id', 0)) ORDER BY i), '[]')
+              INTO v_full FROM jsonb_array_elements(v_entries) WITH ORDINALITY AS a(e, i);
+            v_state := v_state || jsonb_build_object('manifest',
+                v_body || jsonb_build_object('export_manifest_hash', v_hash, 'portable_scopes', v_full));
+            PERFORM seedkit_server.seed_state_save('synchro.seed_export_state', v_state);
+            RETURN v_state -> 'manifest';
+        END
+        $f$;
+        """#
+
+    /// Upstream's checks in upstream's order, each answered as upstream answers it (a SQL error or a JSON
+    /// `invalid_request`); a page is the slice `[ordinal, ordinal + limit)` of the scope's live rows in identity
+    /// order, read after the previous page's last identity when the session remembers it (OFFSET otherwise).
+    static let scopePage = #"""
+        CREATE OR REPLACE FUNCTION synchro.synchro_portable_seed_scope(
+            p_scope_id text, p_page_token text, p_continuation_receipt text, p_expected_row_ordinal bigint,
+            p_limit integer DEFAULT 1000)
+        RETURNS jsonb LANGUAGE plpgsql STRICT SECURITY DEFINER SET search_path = pg_catalog, synchro AS $f$
+        DECLARE
+            v_state jsonb;
+            v_cardinality bigint;
+            v_cursor jsonb;
+            v_after bytea;
+            v_keys jsonb;
+            v_records jsonb;
+            v_count bigint;
+            v_last bytea;
+            v_end bigint;
+            v_more boolean;
+        BEGIN
+            IF btrim(p_scope_id) = '' THEN
+                RAISE EXCEPTION 'shared scope_id must not be empty' USING ERRCODE = 'XX000';
+            ELSIF starts_with(btrim(p_scope_id), 'user:') THEN
+                RAISE EXCEPTION 'shared scope_id must not use the reserved user: prefix' USING ERRCODE = 'XX000';
+            ELSIF p_limit < 1 OR p_limit > 1000 THEN
+                RETURN seedkit_server.seed_invalid_request('portable seed limit must be between 1 and 1000');
+            ELSIF p_expected_row_ordinal < 0 THEN
+                RETURN seedkit_server.seed_invalid_request('portable seed expected row ordinal is invalid');
+            END IF;
+            v_state := seedkit_server.seed_state_load('synchro.seed_export_state', 'session');
+            IF v_state IS NULL THEN
+                RETURN seedkit_server.seed_invalid_request('portable seed export transaction is unavailable');
+            ELSIF p_page_token = '' THEN
+                RETURN seedkit_server.seed_invalid_request('portable seed page token is required');
+            ELSIF p_continuation_receipt = '' THEN
+                RETURN seedkit_server.seed_invalid_request('portable seed continuation receipt is required');
+            ELSIF NOT EXISTS (SELECT 1 FROM seedkit_server.shared_scopes
+                              WHERE scope_id = p_scope_id COLLATE "C" AND portable) THEN
+                RETURN seedkit_server.seed_invalid_request(format('scope %s is not portable', p_scope_id));
+            ELSIF NOT seedkit_server.seed_transaction_valid() THEN
+                RETURN seedkit_server.seed_invalid_request(
+                    'portable seed requires SERIALIZABLE READ ONLY DEFERRABLE');
+            ELSIF v_state -> 'scopes' -> p_scope_id IS NULL THEN
+                RETURN seedkit_server.seed_invalid_request('portable seed scope state is missing');
+            ELSIF p_limit <> (v_state ->> 'page_limit')::integer THEN
+                RETURN seedkit_server.seed_invalid_request('portable seed page limit does not match the export');
+            ELSIF NOT seedkit_server.seed_same(p_page_token,
+                      seedkit_server.seed_page_token(v_state, p_scope_id, p_expected_row_ordinal)) THEN
+                RETURN seedkit_server.seed_invalid_request('portable seed page token binding is invalid');
+            ELSIF NOT seedkit_server.seed_same(p_continuation_receipt,
+                      seedkit_server.seed_receipt(v_state, p_scope_id)) THEN
+                RETURN seedkit_server.seed_invalid_request('portable seed continuation receipt binding is invalid');
+            END IF;
+            v_cardinality := (v_state -> 'scopes' -> p_scope_id ->> 'cardinality')::bigint;
+            IF p_expected_row_ordinal > 0 AND p_expected_row_ordinal >= v_cardinality THEN
+                RETURN seedkit_server.seed_invalid_request('portable seed page ordinal is outside the export');
+            END IF;
+            v_cursor := seedkit_server.seed_state_load('synchro.seed_export_cursor', 'cursor');
+            IF v_cursor ->> 'export_id' = v_state ->> 'export_id' AND v_cursor ->> 'scope_id' = p_scope_id
+                AND (v_cursor ->> 'ordinal')::bigint = p_expected_row_ordinal THEN
+                v_after := decode(v_cursor ->> 'identity', 'hex');
+            END IF;
+            SELECT jsonb_object_agg(t ->> 'table_id', t ->> 'primary_key_field_id') INTO v_keys
+              FROM seedkit_server.manifests m, jsonb_array_elements(convert_from(m.manifest, 'UTF8')::jsonb -> 'tables') t
+             WHERE m.version = (v_state ->> 'schema_version')::bigint;
+            IF v_after IS NULL THEN
+                SELECT coalesce(jsonb_agg(seedkit_server.seed_record(r.table_id, r.pk, r.row, r.server_version, r.row_digest, v_keys) ORDER BY r.identity), '[]'),
+                       count(*), (array_agg(r.identity ORDER BY r.identity DESC))[1]
+                  INTO v_records, v_count, v_last
+                  FROM (SELECT m.identity, p.table_id, p.pk, p.row, p.server_version, p.row_digest
+                        FROM seedkit_server.membership m JOIN seedkit_server.projection p ON p.identity = m.identity
+                        WHERE m.scope_id = p_scope_id COLLATE "C" AND p.state = 0
+                        ORDER BY m.identity OFFSET p_expected_row_ordinal LIMIT p_limit) r;
+            ELSE
+                SELECT coalesce(jsonb_agg(seedkit_server.seed_record(r.table_id, r.pk, r.row, r.server_version, r.row_digest, v_keys) ORDER BY r.identity), '[]'),
+                       count(*), (array_agg(r.identity ORDER BY r.identity DESC))[1]
+                  INTO v_records, v_count, v_last
+                  FROM (SELECT m.identity, p.table_id, p.pk, p.row, p.server_version, p.row_digest
+                        FROM seedkit_server.membership m JOIN seedkit_server.projection p ON p.identity = m.identity
+                        WHERE m.scope_id = p_scope_id COLLATE "C" AND p.state = 0 AND m.identity > v_after
+                        ORDER BY m.identity LIMIT p_limit) r;
+            END IF;
+            -- The snapshot is the export's: a page shorter than the export promised means the data is damaged.
+            IF v_count <> least(p_limit, greatest(0, v_cardinality - p_expected_row_ordinal)) THEN
+                RAISE EXCEPTION 'portable seed scope changed inside its export transaction' USING ERRCODE = 'XX000';
+            END IF;
+            v_end := p_expected_row_ordinal + p_limit;
+            v_more := v_end < v_cardinality;
+            IF v_more THEN
+                PERFORM seedkit_server.seed_state_save('synchro.seed_export_cursor', jsonb_build_object(
+                    'kind', 'cursor', 'transaction_id', v_state -> 'transaction_id',
+                    'export_id', v_state -> 'export_id', 'scope_id', p_scope_id, 'ordinal', v_end,
+                    'identity', encode(v_last, 'hex')));
+            END IF;
+            RETURN jsonb_build_object('scope', p_scope_id, 'records', v_records,
+                'page_token', CASE WHEN v_more
+                    THEN to_jsonb(seedkit_server.seed_page_token(v_state, p_scope_id, v_end)) ELSE 'null'::jsonb END,
+                'has_more', v_more);
+        END
+        $f$;
+        """#
+
+    /// Shared-scope declaration, as upstream validates it. The reference server assigns the dataset's scopes to
+    /// clients; these change which scopes exist and which are portable for the SQL export.
+    static let registration = #"""
+        CREATE OR REPLACE FUNCTION seedkit_server.seed_check_scope_id(p_scope_id text) RETURNS void
+        LANGUAGE plpgsql IMMUTABLE STRICT AS $f$
+        BEGIN
+            IF btrim(p_scope_id) = '' THEN
+                RAISE EXCEPTION 'shared scope_id must not be empty' USING ERRCODE = 'XX000';
+            ELSIF starts_with(btrim(p_scope_id), 'user:') THEN
+                RAISE EXCEPTION 'shared scope_id must not use the reserved user: prefix' USING ERRCODE = 'XX000';
+            END IF;
+        END
+        $f$;
+
+        CREATE OR REPLACE FUNCTION synchro.synchro_register_shared_scope(p_scope_id text, p_portable boolean DEFAULT false)
+        RETURNS void LANGUAGE plpgsql STRICT SECURITY DEFINER SET search_path = pg_catalog, synchro AS $f$
+        BEGIN
+            PERFORM seedkit_server.seed_check_scope_id(p_scope_id);
+            PERFORM pg_advisory_xact_lock(\#(PostgresDialect.writerLockKey));
+            INSERT INTO seedkit_server.shared_scopes AS s(scope_id, portable) VALUES (p_scope_id, p_portable)
+                ON CONFLICT (scope_id) DO UPDATE SET portable = EXCLUDED.portable
+                WHERE s.portable IS DISTINCT FROM EXCLUDED.portable;
+        END
+        $f$;
+
+        CREATE OR REPLACE FUNCTION synchro.synchro_unregister_shared_scope(p_scope_id text)
+        RETURNS void LANGUAGE plpgsql STRICT SECURITY DEFINER SET search_path = pg_catalog, synchro AS $f$
+        BEGIN
+            PERFORM seedkit_server.seed_check_scope_id(p_scope_id);
+            PERFORM pg_advisory_xact_lock(\#(PostgresDialect.writerLockKey));
+            DELETE FROM seedkit_server.shared_scopes WHERE scope_id = p_scope_id COLLATE "C";
+        END
+        $f$;
+        """#
+
+    /// Roles as upstream's finalize block sets them: PUBLIC loses everything, `synchro_seed` (created when absent;
+    /// an administrator may create it first when the server's login lacks CREATEROLE) may use the schema and run
+    /// exactly the three export functions.
+    static let grants = #"""
+        DO $roles$ BEGIN
+            IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'synchro_seed') THEN
+                CREATE ROLE synchro_seed NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION;
+            END IF;
+        EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+        END $roles$;
+        REVOKE ALL ON SCHEMA synchro FROM PUBLIC;
+        REVOKE ALL ON ALL FUNCTIONS IN SCHEMA synchro FROM PUBLIC;
+        REVOKE ALL ON ALL FUNCTIONS IN SCHEMA seedkit_server FROM PUBLIC;
+        GRANT USAGE ON SCHEMA synchro TO synchro_seed;
+        GRANT EXECUTE ON FUNCTION synchro.synchro_schema_manifest(), synchro.synchro_portable_seed_manifest(integer),
+            synchro.synchro_portable_seed_scope(text, text, text, bigint, integer) TO synchro_seed;
+        """#
+
+    /// Installs (or replaces) the functions and records the dataset's portable scopes (a scope an operator
+    /// unregistered comes back when a server starts with a dataset that declares it).
+    static func install(store: ServerStore, dataset: Dataset) throws {
+        try store.db.execute(script)
+        let insert = try store.db.cachedStatement("INSERT OR IGNORE INTO shared_scopes(scope_id, portable) VALUES (?, true)")
+        for scope in dataset.portableScopes {
+            try insert.run([.text(scope)])
+        }
+    }
+}
