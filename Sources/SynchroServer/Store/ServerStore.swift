@@ -40,7 +40,12 @@ final class ServerStore {
             }
         } else if try connection.userVersion() == 1 {
             try db.transaction {
-                try db.execute(ServerSchema.migrationFrom1)
+                try db.execute(ServerSchema.migrationFrom1 + ServerSchema.migrationFrom2)
+                try connection.setUserVersion(ServerSchema.version)
+            }
+        } else if try connection.userVersion() == 2 {
+            try db.transaction {
+                try db.execute(ServerSchema.migrationFrom2)
                 try connection.setUserVersion(ServerSchema.version)
             }
         } else if try connection.userVersion() != ServerSchema.version {
@@ -60,7 +65,12 @@ final class ServerStore {
             try db.execute("CREATE SCHEMA IF NOT EXISTS \(PostgresDialect.schemaName)")
             let exists = try db.cachedStatement("SELECT to_regclass('server_meta') IS NOT NULL").scalar()
             if exists?.integerValue == 1 {
-                let layout = try metaInteger(Self.layoutVersionKey)
+                var layout = try metaInteger(Self.layoutVersionKey)
+                if layout == 2 {
+                    try db.execute(PostgresDialect.translate(ServerSchema.migrationFrom2))
+                    layout = Int64(ServerSchema.version)
+                    try setMeta(Self.layoutVersionKey, .integer(layout))
+                }
                 guard layout == Int64(ServerSchema.version) else {
                     throw ServerStoreError.unsupportedLayout(Int32(clamping: layout))
                 }
@@ -183,7 +193,8 @@ final class ServerStore {
             INSERT INTO projection(identity, table_id, pk, row, server_version, row_digest, state)
             VALUES (?, ?, ?, ?, ?, ?, 0)
             """)
-        let membership = try db.cachedStatement("INSERT INTO membership(scope_id, identity) VALUES (?, ?)")
+        let membership = try db.cachedStatement(
+            "INSERT INTO membership(scope_id, identity, row_digest) VALUES (?, ?, ?)")
         for table in dataset.manifest.tables {
             for (pk, row) in try generator.rows(for: table.tableID, rowsOverride: rowsOverride) {
                 let version = try nextServerVersion()
@@ -197,7 +208,7 @@ final class ServerStore {
                     .blob(digest),
                 ])
                 for scope in dataset.scopes(forTable: table.tableID, row: row) {
-                    try membership.run([.text(scope), .blob(identity.bytes)])
+                    try membership.run([.text(scope), .blob(identity.bytes), .blob(digest)])
                 }
             }
         }
