@@ -126,6 +126,29 @@ struct NetworkFailureCLITests {
         #expect(Self.retryLines(run).count == 1)
     }
 
+    @Test("a step whose requests outlast --retries (the rehearsal's connect answered 503) exits 4 with the step's rule")
+    func exhaustedRetriesInAStep() throws {
+        let server = try RunningServer(rows: 20)
+        // The export's operator routes answer; every connect of the rehearsal meets a proxy's 503.
+        try server.engine.inject(.proxyError(route: "/sync/connect", count: 100, status: 503, retryAfter: .none))
+        let directory = try TemporaryDirectory()
+        let file = directory.path("pipeline.json")
+        try Data("""
+            {"source": {"server": {"url": "\(server.baseURL)", "operator_token_env": "TEST_OPERATOR",
+                                   "user_token_env": "TEST_USER"}},
+             "steps": ["export", "verify", "pack", "install", "rehearse"], "publish": {"directory": "out"}}
+            """.utf8).write(to: URL(fileURLWithPath: file))
+        let environment = Self.noWait.merging(
+            ["TEST_OPERATOR": RunningServer.operatorToken, "TEST_USER": "secret-alice"]) { $1 }
+        let run = try SeedkitProcess.run(["pipeline", "run", file, "--retries", "1", "--json"], environment: environment)
+        #expect(run.status == 4, "\(run.status): \(run.stderrText)")
+        let last = try #require(Self.objects(run).last)
+        #expect(last["event"]?.stringValue == "error", "\(run.stdoutText)")
+        #expect(last["exit_status"]?.numberValue?.exactInt64 == 4)
+        #expect(run.stderrText.contains("failed at rehearse"), "\(run.stderrText)")
+        #expect(!FileManager.default.fileExists(atPath: directory.path("out")))
+    }
+
     @Test(
         "--timeout and --retries are checked as usage",
         arguments: [["--timeout", "0"], ["--retries", "11"], ["--timeout", "x"]])

@@ -28,7 +28,8 @@ extension PipelineRun {
             export = report
             return .passed(rows: report.rows, bytes: report.bytes)
         } catch {
-            return .failed(rule: error.rule, message: error.description)
+            let exhausted = if case .transport(_, _, _, true) = error { true } else { false }
+            return .failed(rule: error.rule, message: error.description, retriesExhausted: exhausted)
         }
     }
 
@@ -146,7 +147,7 @@ extension PipelineRun {
             }
             return .passed(rows: rows, bytes: nil)
         } catch {
-            return .failed(rule: error.rule, message: error.description)
+            return .failed(rule: error.rule, message: error.description, retriesExhausted: error.retriesExhausted)
         }
     }
 

@@ -123,7 +123,10 @@ enum StepOutcome {
     case passed(rows: Int64?, bytes: Int64?, warnings: [String] = [])
     case failed(PipelineStepFailure, rows: Int64? = nil)
 
-    static func failed(rule: String, message: String, findings: [SeedFinding] = []) -> StepOutcome {
-        .failed(PipelineStepFailure(rule: rule, message: message, findings: findings))
+    static func failed(
+        rule: String, message: String, findings: [SeedFinding] = [], retriesExhausted: Bool = false
+    ) -> StepOutcome {
+        .failed(PipelineStepFailure(
+            rule: rule, message: message, findings: findings, retriesExhausted: retriesExhausted))
     }
 }

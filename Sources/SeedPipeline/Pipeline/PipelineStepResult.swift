@@ -70,10 +70,14 @@ public struct PipelineStepFailure: Sendable {
     public let rule: String
     public let message: String
     public let findings: [SeedFinding]
+    /// The step's requests outlasted their retries (`--retries`): the run exits with the retries-exhausted status, as
+    /// a command making the same requests would.
+    public let retriesExhausted: Bool
 
-    init(rule: String, message: String, findings: [SeedFinding] = []) {
+    init(rule: String, message: String, findings: [SeedFinding] = [], retriesExhausted: Bool = false) {
         self.rule = rule
         self.message = message
         self.findings = findings
+        self.retriesExhausted = retriesExhausted
     }
 }

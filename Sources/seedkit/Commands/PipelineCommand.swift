@@ -85,6 +85,7 @@ enum PipelineCommand {
                         + "a run would fail on: \(failed.message)", status: .checkFailed)
                 return .checkFailed
             }
+            if let status = output.stepFailure(report) { return status }
             return report.passed ? .success : .checkFailed
         } catch {
             let status: ExitStatus = switch error {
@@ -237,11 +238,19 @@ private final class PipelineOutput: Sendable {
             console.info(PipelineText.result(report))
         }
         if let failed = report.failedStep, let failure = failed.failure {
-            Terminal.err("seedkit: pipeline \(report.name) failed at \(failed.step.rawValue): \(failure.rule): "
-                + "\(failure.message)\n")
             for finding in failure.findings.prefix(20) { Terminal.err("  \(finding)\n") }
             Terminal.err("the publish directory \(report.publishDirectory) was not changed\n")
         }
+    }
+
+    /// The closing error of a run whose step failed (exit 1, or 4 when the step's requests outlasted `--retries`),
+    /// through ``error(rule:member:message:status:)`` like every other failure; nil when no step failed.
+    func stepFailure(_ report: PipelineReport) -> ExitStatus? {
+        guard let failed = report.failedStep, let failure = failed.failure else { return nil }
+        let status: ExitStatus = failure.retriesExhausted ? .retriesExhausted : .checkFailed
+        error(rule: failure.rule, member: nil,
+              message: "pipeline \(report.name) failed at \(failed.step.rawValue): \(failure.message)", status: status)
+        return status
     }
 
     /// The closing error: a JSON `error` event with the rule, message and exit status, and the message (with the
