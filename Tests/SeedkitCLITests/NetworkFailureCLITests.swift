@@ -106,6 +106,31 @@ struct NetworkFailureCLITests {
         #expect(error["message"]?.stringValue?.contains("after 2 attempts") == true)
     }
 
+    @Test("a delta export from a server that never answers ends at --timeout with the timeout rule, nothing published")
+    func silentDeltaSource() throws {
+        let listener = try SilentListener()
+        defer { listener.close() }
+        let directory = try TemporaryDirectory()
+        let definition = directory.path("source.json")
+        try Data("""
+            {"format": "seedkit-delta-source/1", "base_url": "http://127.0.0.1:\(listener.port)",
+             "entities": [{"name": "rows", "table": "rows", "primary_key": "id",
+               "columns": [{"name": "id", "type": "string"}],
+               "paging": {"shape": "changes", "path": "/v1/sync/rows", "limit": 100}}]}
+            """.utf8).write(to: URL(fileURLWithPath: definition))
+        let started = ContinuousClock.now
+        let run = try SeedkitProcess.run(
+            ["export", "--source", "delta:" + definition, "--out", directory.path("seed.db"), "--timeout", "1",
+             "--json"],
+            environment: Self.noWait)
+        // Without --timeout the request would wait the default 60 s; a generous bound, not a timing assertion.
+        #expect(ContinuousClock.now - started < .seconds(30))
+        #expect(run.status == 1, "\(run.status): \(run.stderrText)")
+        let error = try #require(Self.objects(run).last?["error"]?.objectValue)
+        #expect(error["rule"]?.stringValue == "timeout", "\(run.stdoutText)")
+        #expect(!FileManager.default.fileExists(atPath: directory.path("seed.db")))
+    }
+
     @Test("pipeline run against a refused server source: retry events in the stream, exit 4 with connection_refused")
     func refusedPipelineSource() throws {
         let directory = try TemporaryDirectory()

@@ -37,12 +37,7 @@ public enum DeltaExporter {
         definition: DeltaSourceDefinition, bearerToken: String?, to output: String,
         options: DeltaExportOptions = DeltaExportOptions(), events: (DeltaExportEvent) -> Void = { _ in }
     ) throws(DeltaSourceError) -> DeltaExportReport {
-        let transport: CurlTransport
-        do {
-            transport = try CurlTransport(configuration: .init(baseURL: definition.baseURL))
-        } catch {
-            throw .definition(member: "base_url", rule: "not_usable_by_the_transport")
-        }
+        let transport = try options.transport(for: definition)
         return try export(
             definition: definition, transport: transport, bearerToken: bearerToken, to: output, options: options,
             events: events)

@@ -67,6 +67,8 @@ public struct DeltaExportOptions: Sendable {
     public var sleep: @Sendable (Duration) -> Void
     /// Asked before every request: true ends the run with `interrupted` (the CLI passes SIGINT/SIGTERM here).
     public var isInterrupted: @Sendable () -> Bool
+    /// The limit of one request, connecting included (connecting gets at most 10 s of it): `--timeout`.
+    public var timeout: Duration = .seconds(60)
 
     public init(
         overwrite: Bool = false, maximumRetries: Int = 5, longestRetryAfter: Duration = .seconds(120),
@@ -83,5 +85,17 @@ public struct DeltaExportOptions: Sendable {
         self.longestRetryAfter = longestRetryAfter
         self.defaultRetryDelay = defaultRetryDelay
         self.sleep = sleep
+    }
+
+    /// The transport of a run against `definition`'s base URL, with this run's limits.
+    func transport(for definition: DeltaSourceDefinition) throws(DeltaSourceError) -> CurlTransport {
+        var configuration = CurlTransport.Configuration(baseURL: definition.baseURL)
+        configuration.totalTimeout = timeout
+        configuration.connectTimeout = min(timeout, .seconds(10))
+        do {
+            return try CurlTransport(configuration: configuration)
+        } catch {
+            throw .definition(member: "base_url", rule: "not_usable_by_the_transport")
+        }
     }
 }

@@ -55,10 +55,14 @@ public enum DeltaRehearsal {
             throw .install(error)
         }
         let live: any HTTPTransport
-        do {
-            live = try transport ?? CurlTransport(configuration: .init(baseURL: definition.baseURL))
-        } catch {
-            throw .source(.definition(member: "base_url", rule: "not_usable_by_the_transport"))
+        if let transport {
+            live = transport
+        } else {
+            do {
+                live = try options.transport(for: definition)
+            } catch {
+                throw .source(error)
+            }
         }
         let warm: DeltaWarmReport
         let full: [DeltaExportReport.Entity]

@@ -30,12 +30,7 @@ public enum DeltaWarm {
         definition: DeltaSourceDefinition, bearerToken: String?, database: String,
         options: DeltaExportOptions = DeltaExportOptions(), events: (DeltaExportEvent) -> Void = { _ in }
     ) throws(DeltaSourceError) -> DeltaWarmReport {
-        let transport: CurlTransport
-        do {
-            transport = try CurlTransport(configuration: .init(baseURL: definition.baseURL))
-        } catch {
-            throw .definition(member: "base_url", rule: "not_usable_by_the_transport")
-        }
+        let transport = try options.transport(for: definition)
         return try warm(
             definition: definition, transport: transport, bearerToken: bearerToken, database: database,
             options: options, events: events)

@@ -64,9 +64,7 @@ enum DeltaCommands {
         do {
             report = try DeltaRehearsal.run(
                 seed: seed, definition: definition, bearerToken: token,
-                options: DeltaExportOptions(
-                    maximumRetries: NetworkOptions(arguments).retries, sleep: NetworkOptions.sleep,
-                    isInterrupted: { Interruption.requested }))
+                options: NetworkOptions(arguments).delta())
         } catch {
             var status = ExitStatus.checkFailed
             if error.rule == "interrupted" {
@@ -151,9 +149,7 @@ enum WarmCommand {
         do {
             let report = try DeltaWarm.warm(
                 definition: definition, bearerToken: token, database: database,
-                options: DeltaExportOptions(
-                    maximumRetries: NetworkOptions(arguments).retries, sleep: NetworkOptions.sleep,
-                    isInterrupted: { Interruption.requested }))
+                options: NetworkOptions(arguments).delta())
             if json {
                 let entities = report.entities.map { entity in
                     JSONValue.object(JSONObject([

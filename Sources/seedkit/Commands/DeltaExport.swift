@@ -49,9 +49,7 @@ enum DeltaExport {
         do {
             let report = try DeltaExporter.export(
                 definition: definition, bearerToken: token, to: output,
-                options: DeltaExportOptions(
-                    overwrite: arguments.flags.contains("force"), maximumRetries: NetworkOptions(arguments).retries,
-                    sleep: NetworkOptions.sleep, isInterrupted: { Interruption.requested })
+                options: NetworkOptions(arguments).delta(overwrite: arguments.flags.contains("force"))
             ) { event in
                 switch event {
                 case .reset(let entity):
@@ -143,5 +141,17 @@ enum DeltaExport {
         -> ExitStatus
     {
         FailureReport(rule: rule, message: prefix + message, status: status).print(command: "export", json: json)
+    }
+}
+
+extension NetworkOptions {
+    /// The options of a delta run (export, warm, rehearse): `--retries`, `--timeout`, and SIGINT/SIGTERM checked
+    /// before every request.
+    func delta(overwrite: Bool = false) -> DeltaExportOptions {
+        var options = DeltaExportOptions(
+            overwrite: overwrite, maximumRetries: retries, sleep: NetworkOptions.sleep,
+            isInterrupted: { Interruption.requested })
+        options.timeout = timeout
+        return options
     }
 }
