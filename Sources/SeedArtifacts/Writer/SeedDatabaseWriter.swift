@@ -23,6 +23,11 @@ final class SeedDatabaseWriter {
         self.manifest = manifest
         do {
             connection = try Connection(path: path)
+        } catch {
+            // The file is named: SQLite's own text ("unable to open database file") does not say which.
+            throw .storage("cannot open \(path): \(error)")
+        }
+        do {
             // Fixed by the first table created, so before the schema.
             try connection.execute("PRAGMA page_size = \(Self.pageSize)")
             // Nothing deleted or overwritten may keep its bytes (issue #20, docs/decisions.md "Nothing secret left
