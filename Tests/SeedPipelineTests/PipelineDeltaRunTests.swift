@@ -40,7 +40,7 @@ import _SeedkitTestSupport
         try PipelineDefinition(bytes: Array("""
             {"source": {"delta": {"definition": "source.json", "base_url": "\(server.baseURL)"}},
              "pack": {"level": 3}, "publish": {"directory": "out"}\(extra)}
-            """.utf8), baseDirectory: directory.path, environment: environment)
+            """.utf8), baseDirectory: directory.url.path, environment: environment)
     }
 
     @Test func theDeltaMemberLoadsTheDefinitionAndItsErrorsNameTheirMember() throws {
@@ -53,18 +53,18 @@ import _SeedkitTestSupport
         do {
             _ = try PipelineDefinition(bytes: Array(#"""
                 {"source": {"delta": {"definition": "missing.json"}}, "publish": {"directory": "out"}}
-                """#.utf8), baseDirectory: directory.path, environment: [:])
+                """#.utf8), baseDirectory: directory.url.path, environment: [:])
             Issue.record("a missing definition file loaded")
-        } catch let error as PipelineDefinitionError {
+        } catch {
             #expect("\(error)".contains("source.delta.definition"))
         }
         _ = try directory.write("bad.json", Array(#"{"format": "seedkit-delta-source/1", "entities": []}"#.utf8))
         do {
             _ = try PipelineDefinition(bytes: Array(#"""
                 {"source": {"delta": {"definition": "bad.json"}}, "publish": {"directory": "out"}}
-                """#.utf8), baseDirectory: directory.path, environment: [:])
+                """#.utf8), baseDirectory: directory.url.path, environment: [:])
             Issue.record("a broken definition file loaded")
-        } catch let error as PipelineDefinitionError {
+        } catch {
             #expect("\(error)".contains("source.delta.definition") && "\(error)".contains("base_url"))
         }
         // The token is not needed to load: a run's export fails without it, a dry run's bearer check names it.
@@ -106,7 +106,7 @@ import _SeedkitTestSupport
         #expect(failed.outcome == .failed && failed.failedStep?.step == .export)
         #expect(failed.failedStep?.failure?.rule == "rev_repeated")
         #expect(try Data(contentsOf: URL(fileURLWithPath: directory.path("out/SHA256SUMS"))) == before)
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
             .filter { $0.contains(".pipeline-") }
         #expect(leftovers.isEmpty)
     }

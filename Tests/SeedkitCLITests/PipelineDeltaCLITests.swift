@@ -42,7 +42,9 @@ import _SeedkitTestSupport
     }
 
     func summary(_ outcome: SeedkitProcess.Outcome) throws -> JSONObject {
-        try #require(try StrictJSONParser().parse(Array(try #require(outcome.lines.last).utf8)).objectValue)
+        // The summary object; a failed dry run closes with an `error` event after it.
+        let objects = outcome.lines.compactMap { try? StrictJSONParser().parse(Array($0.utf8)).objectValue }
+        return try #require(objects.last { $0["event"]?.stringValue == "summary" })
     }
 
     @Test func theExamplePublishesAVerifiedDeltaSeedAndAReRunIsUpToDate() throws {
