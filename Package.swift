@@ -93,7 +93,8 @@ let package = Package(
         .testTarget(
             name: "SeedPipelineTests",
             dependencies: [
-                "SeedPipeline", "SeedSources", "SeedArtifacts", "SynchroProtocol", "SQLiteKit", "_SeedkitTestSupport",
+                "SeedPipeline", "SeedSources", "SeedArtifacts", "SynchroProtocol", "SynchroServer", "SQLiteKit",
+                "_SeedkitTestSupport",
             ]),
         .testTarget(
             name: "SeedkitCLITests",

@@ -44,8 +44,8 @@ import _SeedkitTestSupport
 
     @Test func theFormatNamesExactlyTheMembersTheParserAccepts() {
         let parser: [String: [String]] = [
-            "": PipelineDefinition.rootMembers, "source": ["embedded", "server", "postgresql"],
-            "source.embedded": PipelineDefinition.embeddedMembers, "source.server": PipelineDefinition.serverMembers,
+            "": PipelineDefinition.rootMembers, "source": ["embedded", "server", "postgresql", "delta"],
+            "source.embedded": PipelineDefinition.embeddedMembers, "source.delta": PipelineDefinition.deltaMembers, "source.server": PipelineDefinition.serverMembers,
             "source.postgresql": PipelineDefinition.postgresqlMembers, "pack": PipelineDefinition.packMembers,
             "rehearsal": PipelineDefinition.rehearsalMembers, "publish": PipelineDefinition.publishMembers,
             "sign": PipelineDefinition.signMembers,
@@ -64,7 +64,7 @@ import _SeedkitTestSupport
 
     @Test func theExamplePipelinesValidateAgainstTheSchemaAndLoad() throws {
         let schema = try Self.schema()
-        for name in ["demo.json", "staging.example.json"] {
+        for name in ["demo.json", "staging.example.json", "delta.example.json"] {
             let url = RepositoryLayout.root.appendingPathComponent("pipelines/\(name)")
             let document = try StrictJSONParser().parse(Array(try Data(contentsOf: url)))
             let problems = SchemaCheck.problems(document, schema)

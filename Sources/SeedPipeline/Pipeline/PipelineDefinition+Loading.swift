@@ -10,6 +10,7 @@ extension PipelineDefinition {
     static let embeddedMembers = ["dataset", "rows"]
     static let serverMembers = ["url", "operator_token_env", "user_token_env"]
     static let postgresqlMembers = ["connection", "server_url", "user_token_env"]
+    static let deltaMembers = ["definition", "base_url"]
     static let packMembers = ["level"]
     static let rehearsalMembers = ["user", "rebuild_compare", "app_version"]
     static let publishMembers = ["directory"]
@@ -52,6 +53,10 @@ extension PipelineDefinition {
         let signingKey = try Self.signingKey(
             root, base: base, environment: environment, signs: steps.contains(.sign))
         let source = try Self.source(root, base: base, environment: environment, rehearses: steps.contains(.rehearse))
+        if case .delta = source, steps.contains(.sign) {
+            // The provenance statement describes a Synchro export (its manifests and receipts); a delta seed has none.
+            throw .invalidValue(member: "steps", reason: "sign does not apply to a delta source (not supported yet)")
+        }
         let publishDirectory = try Self.publishDirectory(root, base: base)
         let name = try root.string("name") ?? defaultName
         let scopes = try root.stringList("scopes")
@@ -112,13 +117,16 @@ extension PipelineDefinition {
     private static func source(
         _ root: PipelineMemberReader, base: String, environment: [String: String], rehearses: Bool
     ) throws(PipelineDefinitionError) -> PipelineSource {
-        let kinds = ["embedded", "server", "postgresql"]
+        let kinds = ["embedded", "server", "postgresql", "delta"]
         let source = try PipelineMemberReader(root.required("source"), path: "source", allowed: kinds)
         let present = kinds.filter { source.has($0) }
         guard present.count < 2 else { throw .conflictingMembers(member: "source", names: present) }
         switch present.first {
         case nil:
-            throw .invalidValue(member: "source", reason: "must have one member, embedded, server or postgresql")
+            throw .invalidValue(
+                member: "source", reason: "must have one member, embedded, server, postgresql or delta")
+        case "delta"?:
+            return try delta(source, base: base, environment: environment)
         case "postgresql"?:
             return try postgresql(source, environment: environment, rehearses: rehearses)
         case "embedded"?:
@@ -187,6 +195,46 @@ extension PipelineDefinition {
         }
         let userToken = try credential(postgresql, "user_token_env", environment: environment, needed: rehearses)
         return .postgresql(PipelinePostgresSource(connection: connection, serverURL: serverURL, userToken: userToken))
+    }
+
+    /// `source.delta.definition`: the delta source definition file, read and validated now, so `pipeline validate`
+    /// reports its errors by the definition's own member path.
+    private static func delta(
+        _ source: PipelineMemberReader, base: String, environment: [String: String]
+    ) throws(PipelineDefinitionError) -> PipelineSource {
+        let delta = try source.child("delta", allowed: Self.deltaMembers)!
+        let member = delta.member("definition")
+        guard let file = try delta.string("definition") else { throw .missingMember(member: member) }
+        let path = resolve(file, base: base)
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw .invalidValue(member: member, reason: "names a file that cannot be read")
+        }
+        var bytes = Array(data)
+        let baseURL = try delta.string("base_url")
+        if let baseURL {
+            // The definition's own `base_url` replaced (staging vs production, a test's port), then the whole
+            // definition validated as usual, so the override obeys the definition's URL rules.
+            guard let object = (try? StrictJSONParser().parse(bytes))?.objectValue,
+                  let encoded = try? CanonicalJSON.encode(.object(JSONObject(
+                      object.members.filter { $0.key != "base_url" } + [JSONMember("base_url", .string(baseURL))])))
+            else { throw .invalidValue(member: member, reason: "is not a JSON object") }
+            bytes = encoded
+        }
+        let definition: DeltaSourceDefinition
+        do {
+            definition = try DeltaSourceDefinition(bytes: bytes, environment: environment)
+        } catch {
+            let at = baseURL != nil && error.description.contains("base_url") ? delta.member("base_url") : member
+            throw .invalidValue(member: at, reason: "is not a valid delta source definition: \(error.description)")
+        }
+        var bearer: PipelineCredential?
+        if let variable = definition.bearerEnvironmentVariable, let value = environment[variable], !value.isEmpty {
+            bearer = PipelineCredential(variable: variable, value: value)
+        }
+        return .delta(PipelineDeltaSource(
+            definitionPath: path, definitionSHA256: Hex.encode(SHA256.hash(Array(data))), definition: definition,
+            baseURLOverride: baseURL,
+            bearer: bearer))
     }
 
     private static func rehearsal(

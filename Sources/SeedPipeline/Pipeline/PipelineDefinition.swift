@@ -1,3 +1,5 @@
+import SeedSources
+
 /// A validated pipeline definition (`pipelines/*.json`, docs/pipelines.md): where the rows come from, what is
 /// exported, how it is packed and rehearsed, where it is published and which steps run. Only
 /// ``load(file:environment:)`` and ``init(bytes:baseDirectory:environment:)`` make one, so a value is always valid;
@@ -70,6 +72,9 @@ public enum PipelineSource: Sendable {
     case server(PipelineServerSource)
     /// Upstream's export functions in a PostgreSQL database.
     case postgresql(PipelinePostgresSource)
+    /// A delta-sync API described by a delta source definition (docs/delta-sources.md); its run path is
+    /// ``PipelineDeltaRun``.
+    case delta(PipelineDeltaSource)
 
     /// `embedded`, `server` or `postgresql`.
     public var kind: String {
@@ -77,6 +82,7 @@ public enum PipelineSource: Sendable {
         case .embedded: "embedded"
         case .server: "server"
         case .postgresql: "postgresql"
+        case .delta: "delta"
         }
     }
 }
@@ -91,6 +97,22 @@ public struct PipelinePostgresSource: Sendable {
     public let serverURL: String?
     /// The rehearsal user's credential; nil when the pipeline does not rehearse.
     public let userToken: PipelineCredential?
+}
+
+/// A delta source: the definition file (`source.delta.definition`, resolved against the pipeline file's directory),
+/// parsed and validated when the pipeline is loaded, and its bearer credential when the variable it names is set.
+public struct PipelineDeltaSource: Sendable {
+    /// The definition file (absolute).
+    public let definitionPath: String
+    /// Lowercase hex SHA-256 of the definition file's bytes: part of the reuse rule's inputs.
+    public let definitionSHA256: String
+    /// The definition, with `source.delta.base_url` in place of its own when given.
+    public let definition: DeltaSourceDefinition
+    /// `source.delta.base_url`: replaces the definition's `base_url` (nil: the definition's own).
+    public let baseURLOverride: String?
+    /// The bearer credential from the variable `auth.bearer_env` names; nil when the definition names none or the
+    /// variable is unset (a run then fails its export with `missing_credential`, a dry run its `bearer` check).
+    public let bearer: PipelineCredential?
 }
 
 /// A server source: its URL and the credentials read from the environment variables the file names.

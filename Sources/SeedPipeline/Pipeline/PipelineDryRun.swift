@@ -49,6 +49,7 @@ enum PipelineDryRun {
         case .embedded(let dataset, _): "the embedded reference server's dataset \(dataset)"
         case .server(let server): NetworkFailure.displayURL(server.url)
         case .postgresql: "PostgreSQL (libpq)"
+        case .delta(let delta): NetworkFailure.displayURL(delta.definition.baseURL)
         }
         switch probe {
         case .success(let probe):
@@ -84,7 +85,7 @@ enum PipelineDryRun {
         let server: String
         let credential: PipelineCredential
         switch definition.source {
-        case .embedded: return nil
+        case .embedded, .delta: return nil
         case .server(let source):
             guard let token = source.userToken else { return nil }
             (server, credential) = (source.url, token)

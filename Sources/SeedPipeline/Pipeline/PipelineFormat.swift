@@ -21,6 +21,7 @@ public enum PipelineFormat {
         ("source.server.user_token_env", .string),
         ("source.postgresql", .object), ("source.postgresql.connection", .string),
         ("source.postgresql.server_url", .string), ("source.postgresql.user_token_env", .string),
+        ("source.delta", .object), ("source.delta.definition", .string), ("source.delta.base_url", .string),
         ("scopes", .stringList),
         ("page_limit", .integer),
         ("pack", .object), ("pack.level", .integer),

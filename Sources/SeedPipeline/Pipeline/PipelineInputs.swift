@@ -36,6 +36,12 @@ struct PipelineInputs {
             source = .object(JSONObject([
                 JSONMember("kind", .string("postgresql")), JSONMember("connection", .string(postgresql.connection)),
             ]))
+        case .delta(let delta):
+            // The definition's bytes (entities, columns, paging, base URL), never its path or a credential's value.
+            source = .object(JSONObject([
+                JSONMember("kind", .string("delta")), JSONMember("definition_sha256", .string(delta.definitionSHA256)),
+                JSONMember("base_url", .string(delta.definition.baseURL)),
+            ]))
         }
         json = .object(JSONObject([
             JSONMember("tool_version", .string(SeedArtifacts.toolVersion)),

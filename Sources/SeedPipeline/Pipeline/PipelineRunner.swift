@@ -63,6 +63,20 @@ public enum PipelineRunner {
         if lock != nil { publication.removeStaleScratch() }
         try publication.checkReplaceable()
         guard !options.isInterrupted() else { throw .interrupted }
+        if case .delta(let source) = definition.source {
+            if options.dryRun {
+                return PipelineDeltaRun.dryRun(
+                    definition, source: source, publication: publication, options: options, started: started)
+            }
+            if !options.force,
+               let current = PipelineDeltaRun.upToDate(
+                   definition, source: source, publication: publication, options: options) {
+                return upToDateReport(definition, seed: current, started: started)
+            }
+            var run = PipelineDeltaRun(
+                definition: definition, source: source, publication: publication, options: options, events: events)
+            return try run.execute(started: started)
+        }
         if options.dryRun {
             return try dryRun(definition, publication: publication, options: options, started: started)
         }
@@ -70,18 +84,23 @@ public enum PipelineRunner {
             definition, wrap: options.wrapWithInterruption, network: options.network)
         guard !options.isInterrupted() else { throw .interrupted }
         let current = options.force ? nil : upToDate(definition, probe: probe, publication: publication)
-        if current != nil {
-            let steps = PipelineStep.allCases.map { step in
-                PipelineStepResult(step: step, outcome: !definition.runs(step) ? .skipped : .reused)
-            }
-            return PipelineReport(
-                name: definition.name, outcome: .upToDate, upToDate: true,
-                steps: steps, publishDirectory: definition.publishDirectory, seed: current,
-                export: nil, verification: nil, pack: nil, rehearsal: nil, seconds: seconds(since: started))
-        }
+        if let current { return upToDateReport(definition, seed: current, started: started) }
         var run = try PipelineRun(
             definition: definition, probe: probe, publication: publication, options: options, events: events)
         return try run.execute(started: started)
+    }
+
+    /// The report of a run that found its publication up to date: every listed step reused.
+    private static func upToDateReport(
+        _ definition: PipelineDefinition, seed: PublishedSeed, started: ContinuousClock.Instant
+    ) -> PipelineReport {
+        let steps = PipelineStep.allCases.map { step in
+            PipelineStepResult(step: step, outcome: !definition.runs(step) ? .skipped : .reused)
+        }
+        return PipelineReport(
+            name: definition.name, outcome: .upToDate, upToDate: true,
+            steps: steps, publishDirectory: definition.publishDirectory, seed: seed,
+            export: nil, verification: nil, pack: nil, rehearsal: nil, seconds: seconds(since: started))
     }
 
     /// A dry run: the definition's own problems throw as for a run; what a run needs from outside — the source, the

@@ -40,6 +40,8 @@ final class PipelineSourceConnection: Sendable {
             rehearsalCredential = server.userToken?.value
             exportSource = RecordingExportSource(
                 try PipelineSourceProbe.exportSource(definition.source, wrap: wrap, network: network))
+        case .delta:
+            preconditionFailure("a delta source runs through PipelineDeltaRun")
         case .postgresql(let postgresql):
             embedded = nil
             rehearsalServer = postgresql.serverURL ?? ""

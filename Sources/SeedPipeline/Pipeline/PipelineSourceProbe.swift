@@ -36,6 +36,8 @@ struct PipelineSourceProbe {
             return PipelineSourceProbe(
                 inputs: PipelineInputs(definition: definition, datasetFiles: PipelineInputs.datasetFiles(path)),
                 state: nil, dataset: dataset)
+        case .delta:
+            preconditionFailure("a delta source runs through PipelineDeltaRun")
         case .server, .postgresql:
             let source = try exportSource(definition.source, wrap: wrap, network: network)
             let export: SeedExportManifest
@@ -68,6 +70,7 @@ struct PipelineSourceProbe {
     ) throws(PipelineError) -> any SeedExportSource {
         switch source {
         case .embedded: preconditionFailure("the embedded source has no export source before its server starts")
+        case .delta: preconditionFailure("a delta source runs through PipelineDeltaRun")
         case .server(let server):
             return try exportSource(
                 url: server.url, operatorToken: server.operatorToken.value, wrap: wrap, network: network)

@@ -26,8 +26,19 @@ public struct PublishedSeed: Sendable {
     /// `seed.db` and `seed.db.zst` (when packed), as the evidence records them.
     public let files: [File]
 
-    /// Reads the members of `evidence` that ``SeedEvidence`` writes; nil when one is missing or mistyped.
+    /// The `format` of a delta publication's evidence (``PipelineDeltaRun``): it has `entities` where a Synchro
+    /// seed's has `schema` and `scopes`.
+    static let deltaEvidenceFormat = "seedkit-delta-evidence/1"
+
+    /// Reads the members of `evidence` that ``SeedEvidence`` writes; nil when one is missing or mistyped. A delta
+    /// publication's evidence gives one ``Scope`` per entity type (its name, rows and digest), schema version 0 and
+    /// an empty schema hash: a delta API has no schema manifest.
     init?(evidence: JSONValue, directory: String) {
+        if evidence.objectValue?["format"]?.stringValue == Self.deltaEvidenceFormat {
+            guard let seed = Self.delta(evidence: evidence, directory: directory) else { return nil }
+            self = seed
+            return
+        }
         guard let object = evidence.objectValue, let rows = object["rows"]?.numberValue?.exactInt64,
               let schema = object["schema"]?.objectValue, let version = schema["version"]?.numberValue?.exactInt64,
               let hash = schema["hash"]?.stringValue, let scopes = object["scopes"]?.arrayValue,
@@ -41,6 +52,43 @@ public struct PublishedSeed: Sendable {
             else { return nil }
             parsedScopes.append(Scope(id: id, cardinality: cardinality, checksum: checksum.hex))
         }
+        guard let files = Self.files(artifacts) else { return nil }
+        self.directory = directory
+        self.schemaVersion = version
+        self.schemaHash = hash
+        self.rows = rows
+        self.scopes = parsedScopes
+        self.files = files
+    }
+
+    private init(
+        directory: String, schemaVersion: Int64, schemaHash: String, rows: Int64, scopes: [Scope], files: [File]
+    ) {
+        self.directory = directory
+        self.schemaVersion = schemaVersion
+        self.schemaHash = schemaHash
+        self.rows = rows
+        self.scopes = scopes
+        self.files = files
+    }
+
+    private static func delta(evidence: JSONValue, directory: String) -> PublishedSeed? {
+        guard let object = evidence.objectValue, let rows = object["rows"]?.numberValue?.exactInt64,
+              let entities = object["entities"]?.arrayValue, let artifacts = object["artifacts"]?.arrayValue,
+              let files = Self.files(artifacts)
+        else { return nil }
+        var scopes: [Scope] = []
+        for entity in entities {
+            guard let entity = entity.objectValue, let name = entity["entity"]?.stringValue,
+                  let count = entity["rows"]?.numberValue?.exactInt64, let digest = entity["digest"]?.stringValue
+            else { return nil }
+            scopes.append(Scope(id: name, cardinality: count, checksum: digest))
+        }
+        return PublishedSeed(
+            directory: directory, schemaVersion: 0, schemaHash: "", rows: rows, scopes: scopes, files: files)
+    }
+
+    private static func files(_ artifacts: [JSONValue]) -> [File]? {
         var files: [File] = []
         for artifact in artifacts {
             guard let artifact = artifact.objectValue, let name = artifact["name"]?.stringValue,
@@ -48,12 +96,7 @@ public struct PublishedSeed: Sendable {
             else { return nil }
             files.append(File(name: name, bytes: bytes, sha256: sha256))
         }
-        self.directory = directory
-        self.schemaVersion = version
-        self.schemaHash = hash
-        self.rows = rows
-        self.scopes = parsedScopes
-        self.files = files
+        return files
     }
 
     /// `{"directory":…,"files":[…],"rows":…,"schema":{…},"scopes":[…]}`.

@@ -195,13 +195,19 @@ private final class PipelineOutput: Sendable {
         case .server(let server): "\(Console.displayURL(server.url)), operator credential from "
             + "$\(server.operatorToken.variable)"
         case .postgresql: "PostgreSQL (upstream's export functions)"
+        case .delta(let delta): "the delta-sync API \(Console.displayURL(delta.definition.baseURL)) described by "
+            + (delta.bearer.map { "its definition, bearer credential from \($0.description)" } ?? "its definition")
         }
         console.detail("\(definition.name): source \(source); publish directory \(definition.publishDirectory)")
         console.detail("steps: " + definition.steps.map(\.rawValue).joined(separator: ", "))
         guard !dryRun else { return }
         progress?.plan(definition.steps)
-        progress?.preparing(definition.source.kind == "embedded"
-            ? "starting the embedded reference server" : "asking the server for its export manifest")
+        let preparing = switch definition.source.kind {
+        case "embedded": "starting the embedded reference server"
+        case "delta": "asking the delta API whether the publication is current"
+        default: "asking the server for its export manifest"
+        }
+        progress?.preparing(preparing)
     }
 
     var handler: @Sendable (PipelineEvent) -> Void {

@@ -1,0 +1,285 @@
+import Foundation
+import SeedArtifacts
+import SeedSources
+import SynchroProtocol
+import SystemKit
+
+/// One run of a pipeline whose source is a delta-sync API (docs/pipelines.md, "Delta source"): the same steps,
+/// scratch directory, publication, evidence and reuse rule as ``PipelineRun``, with the delta forms of each step —
+/// ``DeltaExporter``, the delta layout checks, ``DeltaSeedInstaller`` and ``DeltaRehearsal`` (warm from the seed's
+/// checkpoints vs a full pull). A separate type because ``PipelineRun`` is built on a Synchro export source, its
+/// manifests and the protocol rehearsal, none of which a delta API has. `sign` is refused when the file is loaded;
+/// the patch against the previous publication is not made (the step says so in its warnings).
+struct PipelineDeltaRun {
+    let definition: PipelineDefinition
+    let source: PipelineDeltaSource
+    let inputs: PipelineInputs
+    let publication: PipelinePublication
+    let options: PipelineRunOptions
+    let events: @Sendable (PipelineEvent) -> Void
+    let scratch: String
+
+    var results: [PipelineStepResult] = []
+    var export: DeltaExportReport?
+    var rehearsal: DeltaRehearsalReport?
+    var published: PublishedSeed?
+
+    init(
+        definition: PipelineDefinition, source: PipelineDeltaSource, publication: PipelinePublication,
+        options: PipelineRunOptions, events: @escaping @Sendable (PipelineEvent) -> Void
+    ) {
+        self.definition = definition
+        self.source = source
+        self.inputs = PipelineInputs(definition: definition, datasetFiles: [:])
+        self.publication = publication
+        self.options = options
+        self.events = events
+        scratch = URL(fileURLWithPath: publication.parent)
+            .appendingPathComponent(publication.scratchPrefix + UUID().uuidString.lowercased()).path
+    }
+
+    private func path(_ name: String) -> String { URL(fileURLWithPath: scratch).appendingPathComponent(name).path }
+    private var seedPath: String { path(PipelinePublication.seedName) }
+    private var packedPath: String { path(PipelinePublication.packedName) }
+    /// The file a device receives: the packed frame when the pipeline packs, else the seed itself.
+    private var shippedPath: String { definition.runs(.pack) ? packedPath : seedPath }
+
+    /// The request budget and interruption check of every delta request of the run.
+    private var deltaOptions: DeltaExportOptions {
+        DeltaExportOptions(
+            maximumRetries: options.network.retries, sleep: options.network.sleep,
+            isInterrupted: options.isInterrupted)
+    }
+
+    /// Runs every listed step until one fails, and reports (as ``PipelineRun/execute(started:)``).
+    mutating func execute(started: ContinuousClock.Instant) throws(PipelineError) -> PipelineReport {
+        try PipelineError.io { () throws(SystemError) in
+            try FileSystem.makeDirectory(publication.parent, intermediate: true)
+            try FileSystem.makeDirectory(scratch)
+        }
+        defer { FileSystem.removeTree(scratch) }
+        events(.sourceReady(kind: definition.source.kind, seconds: 0))
+        for step in PipelineStep.allCases {
+            guard definition.runs(step) else {
+                results.append(PipelineStepResult(step: step, outcome: .skipped))
+                continue
+            }
+            guard !results.contains(where: { $0.outcome == .failed || $0.outcome == .interrupted }) else {
+                results.append(PipelineStepResult(step: step, outcome: .notRun))
+                continue
+            }
+            CrashPoint.reached("pipeline.\(step.rawValue)")
+            guard !options.isInterrupted() else {
+                results.append(PipelineStepResult(step: step, outcome: .interrupted))
+                continue
+            }
+            events(.stepStarted(step))
+            let clock = ContinuousClock.now
+            var result: PipelineStepResult
+            switch perform(step) {
+            case .passed(let rows, let bytes, let warnings):
+                result = PipelineStepResult(
+                    step: step, outcome: .passed, rows: rows, bytes: bytes,
+                    seconds: PipelineRunner.seconds(since: clock), warnings: warnings)
+            case .failed(let failure, let rows):
+                result = PipelineStepResult(
+                    step: step, outcome: .failed, rows: rows, seconds: PipelineRunner.seconds(since: clock),
+                    failure: failure)
+            }
+            if result.failure?.rule == "interrupted" || (result.outcome == .failed && options.isInterrupted()) {
+                result = PipelineStepResult(step: step, outcome: .interrupted, seconds: result.seconds)
+            }
+            events(.stepFinished(result))
+            results.append(result)
+        }
+        let failed = results.contains { $0.outcome == .failed }
+        let interrupted = results.contains { $0.outcome == .interrupted }
+        return PipelineReport(
+            name: definition.name,
+            outcome: interrupted ? .interrupted : failed ? .failed : definition.runs(.publish) ? .published : .completed,
+            upToDate: false, steps: results, publishDirectory: definition.publishDirectory,
+            seed: failed || interrupted ? nil : published, export: nil, verification: nil, pack: nil, rehearsal: nil,
+            seconds: PipelineRunner.seconds(since: started))
+    }
+
+    private mutating func perform(_ step: PipelineStep) -> StepOutcome {
+        switch step {
+        case .export: runExport()
+        case .verify: runVerify()
+        case .pack: runPack()
+        case .install: runInstall()
+        case .rehearse: runRehearse()
+        case .sign: .failed(rule: "not_applicable", message: "sign does not apply to a delta source")
+        case .publish: runPublish()
+        }
+    }
+
+    /// The failure of a step that needs the bearer credential the definition names when its variable is unset.
+    private var missingBearer: StepOutcome? {
+        guard let variable = source.definition.bearerEnvironmentVariable, source.bearer == nil else { return nil }
+        return .failed(
+            rule: "missing_credential",
+            message: "the delta source's bearer variable $\(variable) is not set (auth.bearer_env)")
+    }
+
+    private mutating func runExport() -> StepOutcome {
+        if let missingBearer { return missingBearer }
+        let token = source.bearer?.value
+        let events = self.events
+        let done = DeltaRowCounter()
+        do {
+            let report = try DeltaExporter.export(
+                definition: source.definition, bearerToken: token, to: seedPath, options: deltaOptions
+            ) { event in
+                guard case .entityDone(_, let rows) = event else { return }
+                events(.progress(.export, PipelineProgress(unit: .rows, done: done.add(rows), total: nil)))
+            }
+            export = report
+            return .passed(rows: report.entities.reduce(0) { $0 + $1.rows }, bytes: report.bytes)
+        } catch {
+            return .failed(rule: error.rule, message: error.description)
+        }
+    }
+
+    /// The checks `seedkit verify` applies to a delta seed: its layout, checkpoints, every digest recomputed.
+    private func runVerify() -> StepOutcome {
+        let failures = DeltaExporter.verify(path: seedPath)
+        guard failures.isEmpty else {
+            return .failed(
+                rule: "verification_failed", message: "\(failures.count) findings: \(failures.joined(separator: ", "))")
+        }
+        return .passed(rows: export.map { $0.entities.reduce(0) { $0 + $1.rows } }, bytes: FileSystem.size(of: seedPath))
+    }
+
+    private func runPack() -> StepOutcome {
+        do {
+            let report = try SeedPacker.pack(seedPath, to: packedPath, options: PackOptions(level: definition.packLevel))
+            return .passed(
+                rows: nil, bytes: report.compressedBytes,
+                warnings: ["no_patch: a delta publication carries no patch against the previous seed"])
+        } catch {
+            return .failed(rule: error.rule, message: error.message)
+        }
+    }
+
+    /// Installs the shipped file into `device/app.db` as an app would (verified, then linked into place).
+    private func runInstall() -> StepOutcome {
+        do {
+            try PipelineError.io { () throws(SystemError) in try FileSystem.makeDirectory(path("device")) }
+            let report = try DeltaSeedInstaller.install(seed: shippedPath, to: path("device/app.db"))
+            return .passed(
+                rows: report.entities.reduce(0) { $0 + $1.rows }, bytes: FileSystem.size(of: path("device/app.db")))
+        } catch let error as PipelineError {
+            return .failed(rule: error.rule, message: error.description)
+        } catch let error as DeltaInstallError {
+            return .failed(rule: error.rule, message: error.description)
+        } catch {
+            return .failed(rule: "install_failed", message: "\(error)")
+        }
+    }
+
+    /// The delta rehearsal of the shipped file: warmed from its checkpoints on a copy, compared with a full pull.
+    private mutating func runRehearse() -> StepOutcome {
+        if let missingBearer { return missingBearer }
+        let token = source.bearer?.value
+        do {
+            let report = try DeltaRehearsal.run(
+                seed: shippedPath, definition: source.definition, bearerToken: token, options: deltaOptions,
+                temporaryDirectory: scratch)
+            rehearsal = report
+            let rows = report.entities.reduce(0) { $0 + $1.warmedRows }
+            guard report.passed else {
+                let entities = Set(report.differences.map(\.entity)).sorted().joined(separator: ", ")
+                return .failed(PipelineStepFailure(
+                    rule: "rehearsal_failed",
+                    message: "\(report.differences.count) row(s) differ from a full pull (entity types: \(entities))"),
+                    rows: rows)
+            }
+            return .passed(rows: rows, bytes: nil)
+        } catch {
+            return .failed(rule: error.rule, message: error.description)
+        }
+    }
+
+    private mutating func runPublish() -> StepOutcome {
+        guard let export else { return .failed(rule: "missing_export", message: "nothing was exported") }
+        let pipeline = pipelineEvidence()
+        do {
+            let (seed, kept) = try publication.publish(
+                in: path("publication"), seed: seedPath, packed: definition.runs(.pack) ? packedPath : nil,
+                evidence: { artifacts in Self.evidence(export, artifacts: artifacts, pipeline: pipeline) })
+            published = seed
+            let bytes = PipelinePublication.names.reduce(Int64(0)) { $0 + FileSystem.size(of: publication.path($1)) }
+            let warnings = kept.map { kept in
+                kept.entries.map { "foreign_entry_kept: \($0) (not a publication file) kept in \(kept.directory)" }
+            } ?? []
+            return .passed(rows: seed.rows, bytes: bytes, warnings: warnings)
+        } catch {
+            return .failed(rule: error.rule, message: error.description)
+        }
+    }
+
+    /// `evidence.json` of a delta publication: the delta evidence format (per entity its table, rows, digest,
+    /// pages, resets), the total rows, the published artifacts and the `pipeline` member. No cursor, credential or
+    /// header value.
+    static func evidence(
+        _ export: DeltaExportReport, artifacts: [SeedEvidence.Artifact], pipeline: JSONValue
+    ) -> JSONValue {
+        let entities = export.entities.map { entity in
+            var members = [
+                JSONMember("digest", .string(entity.digest)), JSONMember("entity", .string(entity.name)),
+                JSONMember("pages", PipelineJSON.integer(Int64(entity.pages))),
+                JSONMember("resets", PipelineJSON.integer(Int64(entity.resets))),
+                JSONMember("rows", PipelineJSON.integer(entity.rows)), JSONMember("table", .string(entity.table)),
+            ]
+            if let sessions = entity.sessionsNeeded {
+                members.append(JSONMember("sessions_needed", PipelineJSON.integer(Int64(sessions))))
+            }
+            return JSONValue.object(JSONObject(members))
+        }
+        return .object(JSONObject([
+            JSONMember("format", .string(PublishedSeed.deltaEvidenceFormat)),
+            JSONMember("rows", PipelineJSON.integer(export.entities.reduce(0) { $0 + $1.rows })),
+            JSONMember("entities", .array(entities)),
+            JSONMember("artifacts", .array(artifacts.map { artifact in
+                .object(JSONObject([
+                    JSONMember("name", .string(artifact.name)), JSONMember("bytes", PipelineJSON.integer(artifact.bytes)),
+                    JSONMember("sha256", .string(artifact.sha256)),
+                ]))
+            })),
+            JSONMember("pipeline", pipeline),
+        ]))
+    }
+
+    private func pipelineEvidence() -> JSONValue {
+        .object(JSONObject([
+            JSONMember("name", .string(definition.name)),
+            JSONMember("fingerprint", .string(inputs.fingerprint)),
+            JSONMember("inputs", inputs.json),
+            JSONMember("source", .string(definition.source.kind)),
+            JSONMember("steps", .array(results.map { .object(JSONObject($0.jsonMembers)) })),
+            JSONMember("rehearsal", rehearsal.map { report in
+                .object(JSONObject([
+                    JSONMember("passed", .bool(report.passed)),
+                    JSONMember("differences", PipelineJSON.integer(Int64(report.differences.count))),
+                    JSONMember("entities", .array(report.entities.map { entity in
+                        .object(JSONObject([
+                            JSONMember("entity", .string(entity.name)),
+                            JSONMember("warmed_rows", PipelineJSON.integer(entity.warmedRows)),
+                            JSONMember("full_rows", PipelineJSON.integer(entity.fullRows)),
+                        ]))
+                    })),
+                ]))
+            } ?? .null),
+        ]))
+    }
+}
+
+/// Rows exported so far, for the progress events (the exporter's callback is not `mutating`-friendly).
+private final class DeltaRowCounter: @unchecked Sendable {
+    private var total: Int64 = 0
+    func add(_ rows: Int64) -> Int64 {
+        total += rows
+        return total
+    }
+}
