@@ -79,6 +79,11 @@ private struct ClientSyncBenchmark {
                     value: steady.cycleCPU.median.milliseconds, unit: "ms"),
             ]
         }
+        // Issue #21 item 5: a one-row change costs that row plus one pass over stored digests (goal ≤ 10× idle).
+        figures.append(BenchmarkFigure(
+            name: "client.sync.steady.one-change vs idle", value: changed.cycles.median.milliseconds,
+            unit: "ms one-change cycle median (goal ratio ≤ 10)",
+            baseline: BenchmarkFigure.Baseline(value: idle.cycles.median.milliseconds, unit: "ms idle cycle median")))
         return figures
     }
 

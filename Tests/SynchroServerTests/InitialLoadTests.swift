@@ -26,7 +26,7 @@ struct InitialLoadTests {
         let queries = [
             "SELECT identity, table_id, pk, row, server_version, state FROM source_rows ORDER BY identity",
             "SELECT identity, table_id, pk, row, server_version, row_digest, state FROM projection ORDER BY identity",
-            "SELECT scope_id, identity FROM membership ORDER BY scope_id, identity",
+            "SELECT scope_id, identity, row_digest FROM membership ORDER BY scope_id, identity",
         ]
         for query in queries {
             let expected = try sqlite.db.cachedStatement(query).rows()

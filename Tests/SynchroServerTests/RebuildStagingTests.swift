@@ -1,5 +1,6 @@
 import Foundation
 import SQLiteKit
+@testable import SynchroServer
 import SynchroProtocol
 import Testing
 import _SeedkitTestSupport
@@ -163,9 +164,62 @@ struct RebuildStagingTests {
                 DROP TABLE rebuild_rows;
                 ALTER TABLE rebuild_rows_v1 RENAME TO rebuild_rows;
                 ALTER TABLE rebuild_sessions DROP COLUMN first_staged;
+                ALTER TABLE membership DROP COLUMN row_digest;
                 PRAGMA user_version = 1;
                 """)
         }
+    }
+
+    @Test("a PostgreSQL layout-2 store is migrated: every live member gets its digest, checksums stay exact")
+    func migratesPostgresLayout2() throws {
+        let directory = try TemporaryDirectory(prefix: "seedkit-server-migration")
+        let digests: [[SQLiteValue]]
+        do {
+            let server = try RunningServer(rows: 100, reopening: directory, store: .postgres)
+            _ = try server.engine.operatorDelete(table: "tbl_categories", pk: .number(JSONNumber(3)))
+            _ = try WireClient.connect(server).rebuild(scope: "catalog", limit: 30)
+            digests = try server.engine.rowsForTesting(
+                "SELECT scope_id, identity, row_digest FROM membership ORDER BY scope_id, identity")
+            try server.engine.executeForTesting("ALTER TABLE membership DROP COLUMN row_digest")
+            try server.engine.executeForTesting(
+                "UPDATE server_meta SET value = ? WHERE key = 'layout_version'", [.integer(2)])
+        }
+
+        let server = try RunningServer(rows: 100, reopening: directory, store: .postgres)
+
+        #expect(try server.engine.rowsForTesting(
+            "SELECT scope_id, identity, row_digest FROM membership ORDER BY scope_id, identity") == digests)
+        let client = try WireClient.connect(server)
+        let fresh = try client.rebuild(scope: "catalog", limit: 30)
+        #expect(fresh.checksum == (try DigestCheck.scopeDigest(fresh.records, scope: "catalog", manifest: client.manifest)))
+    }
+
+    /// What a layout-2 server stored: membership without its members' row digests.
+    static func downgradeToLayout2(_ db: Connection) throws {
+        try db.execute("ALTER TABLE membership DROP COLUMN row_digest; PRAGMA user_version = 2;")
+    }
+
+    @Test("a layout-2 database is migrated: every live member gets its digest and terminal checksums stay exact")
+    func migratesLayout2() throws {
+        let directory = try TemporaryDirectory(prefix: "seedkit-server-migration")
+        do {
+            let server = try RunningServer(rows: 100, reopening: directory, store: .sqlite)
+            // A tombstone keeps its membership edge without a digest.
+            _ = try server.engine.operatorDelete(table: "tbl_categories", pk: .number(JSONNumber(3)))
+            _ = try WireClient.connect(server).rebuild(scope: "catalog", limit: 30)
+        }
+        let db = try Self.database(directory)
+        let digests = try db.rows("SELECT scope_id, identity, row_digest FROM membership ORDER BY scope_id, identity")
+        try Self.downgradeToLayout2(db)
+
+        let server = try RunningServer(rows: 100, reopening: directory)
+
+        #expect(try db.userVersion() == 3)
+        #expect(try db.rows("SELECT scope_id, identity, row_digest FROM membership ORDER BY scope_id, identity")
+            == digests)
+        let client = try WireClient.connect(server)
+        let fresh = try client.rebuild(scope: "catalog", limit: 30)
+        #expect(fresh.checksum == (try DigestCheck.scopeDigest(fresh.records, scope: "catalog", manifest: client.manifest)))
     }
 
     @Test("a layout-1 database is migrated: its sessions replay byte for byte and new sessions stage by reference")
@@ -183,7 +237,7 @@ struct RebuildStagingTests {
         #expect(try db.userVersion() == 1)
 
         let server = try RunningServer(rows: 100, reopening: directory)
-        #expect(try db.userVersion() == 2)
+        #expect(try db.userVersion() == 3)
         let triggers = try db.rows("SELECT name FROM sqlite_master WHERE type = 'trigger'")
         #expect(triggers.count == 3)
         let client = connected.on(server)

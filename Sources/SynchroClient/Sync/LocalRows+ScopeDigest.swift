@@ -29,10 +29,37 @@ extension LocalRows {
     ///
     /// With `check` (rebuild finality), rows it read back beside the engine after their last write contribute the
     /// digest it computed, when it still vouches for the state (``RebuildRowCheck``).
+    ///
+    /// A steady verification inside a tracked server apply (no `check`) reads the stored digest entries of the scope
+    /// when they are current (``StoredScopeDigests``), re-digesting only rows changed since; otherwise it recomputes
+    /// every row and rewrites the entries.
     func scopeDigest(scope: String, check: RebuildRowCheck? = nil) throws -> Checksum {
         guard let digests else { return try recomputedScopeDigest(scope: scope, check: check) }
+        guard check == nil else {
+            return try digests.digest(scope: scope, on: connection, manifest: manifest) {
+                try recomputedScopeDigest(scope: scope, check: check)
+            }
+        }
         return try digests.digest(scope: scope, on: connection, manifest: manifest) {
-            try recomputedScopeDigest(scope: scope, check: check)
+            // Only when the memo cannot answer (an initial sync's terminal pull reuses finality's digest and creates
+            // nothing); the layout's DDL changes the stamp, so the stamp is taken after it.
+            if try !StoredScopeDigests.isInstalled(on: connection) {
+                try connection.execute(StoredScopeDigests.layout)
+            }
+            let stamp = try ScopeDigestMemo.Stamp(connection: connection, manifest: manifest)
+            let stored = StoredScopeDigests(rows: self, session: digests)
+            if let checksum = try stored.storedDigest(scope: scope, stamp: stamp) { return checksum }
+            var streamed: Checksum?
+            let rewritten = try StoredScopeDigests.rewrite(scope: scope, on: connection) { store in
+                streamed = try streamedScopeDigest(scope: scope, store: store)
+                return streamed != nil
+            }
+            if rewritten, let streamed {
+                digests.storedEntriesRewritten(scope: scope, stamp: stamp)
+                return streamed
+            }
+            try StoredScopeDigests.forget(scope: scope, on: connection)
+            return try audit(scope: scope, detailed: false).checksum
         }
     }
 

@@ -11,7 +11,12 @@ extension LocalRows {
     /// computation — an edge without its row or version, a record ID that is not its key's canonical text, a
     /// value that path does not vouch for, an unknown table, an identity out of order or repeated — and the
     /// caller then runs ``audit(scope:detailed:)``, which decides.
-    func streamedScopeDigest(scope: String) throws -> Checksum? {
+    ///
+    /// `store`, when given, receives every entry in identity order: identity, digest (nil for a protected row, whose
+    /// digest is its edge's), table name and record ID (``StoredScopeDigests/rewrite(scope:on:_:)``).
+    func streamedScopeDigest(
+        scope: String, store: (RowIdentity, [UInt8]?, String, String) throws -> Void = { _, _, _, _ in }
+    ) throws -> Checksum? {
         guard var accumulator = try accumulator(scope: scope) else { return nil }
         var digester = StoredRowDigester(manifest: manifest)
         for table in tablesInIdentityOrder {
@@ -25,7 +30,8 @@ extension LocalRows {
             while try statement.step() {
                 let entry: (identity: RowIdentity, digest: [UInt8])?
                 let recordID = try statement.text(at: 0)
-                if protected.contains(recordID) {
+                let isProtected = protected.contains(recordID)
+                if isProtected {
                     entry = (try identity(table, key, recordID), Hex.decode(try statement.text(at: 1)) ?? [])
                 } else {
                     entry = Self.storedEntry(statement, layout: layout, digester: &digester)
@@ -34,6 +40,7 @@ extension LocalRows {
                 guard (try? accumulator.add(identity: entry.identity, rowDigest: entry.digest)) != nil else {
                     return nil
                 }
+                try store(entry.identity, isProtected ? nil : entry.digest, table.tableName, recordID)
             }
         }
         return try Self.checksum(of: accumulator)

@@ -36,6 +36,9 @@ final class ScopeDigestMemo: Sendable {
     }
 
     private let entries = Mutex<[String: Entry]>([:])
+    /// Scopes whose stored digest entries (``StoredScopeDigests``) a complete recomputation rewrote in this process,
+    /// with the stamp it ran under: only those entries are used, and only under the same stamp.
+    private let storedStamps = Mutex<[String: Stamp]>([:])
 
     /// The remembered digest of `scope`, whatever its stamp (for inspection).
     func checksum(of scope: String) -> Checksum? {
@@ -45,17 +48,22 @@ final class ScopeDigestMemo: Sendable {
     /// Forgets every digest.
     func clear() {
         entries.withLock { $0.removeAll() }
+        storedStamps.withLock { $0.removeAll() }
     }
 
     /// Starts a tracked transaction on `connection` with the remembered digests.
     func session(on connection: Connection) -> Session {
-        Session(connection: ObjectIdentifier(connection), entries: entries.withLock { $0 })
+        Session(
+            connection: ObjectIdentifier(connection), entries: entries.withLock { $0 },
+            storedStamps: storedStamps.withLock { $0 })
     }
 
     /// Keeps what a committed tracked transaction left.
     func commit(_ session: Session) {
         let kept = session.entries
         entries.withLock { $0 = kept }
+        let stamps = session.storedStamps
+        storedStamps.withLock { $0 = stamps }
     }
 
     /// The memo inside one tracked server-apply transaction: entries it adds count only once it commits, and each
@@ -64,14 +72,30 @@ final class ScopeDigestMemo: Sendable {
         /// The transaction's connection; ``LocalRows`` on another connection does not use the session.
         let connection: ObjectIdentifier
         private let state: Mutex<[String: Entry]>
+        private let stored: Mutex<[String: Stamp]>
 
-        fileprivate init(connection: ObjectIdentifier, entries: [String: Entry]) {
+        fileprivate init(connection: ObjectIdentifier, entries: [String: Entry], storedStamps: [String: Stamp]) {
             self.connection = connection
             state = Mutex(entries)
+            stored = Mutex(storedStamps)
         }
 
         fileprivate var entries: [String: Entry] {
             state.withLock { $0 }
+        }
+
+        fileprivate var storedStamps: [String: Stamp] {
+            stored.withLock { $0 }
+        }
+
+        /// Whether `scope`'s stored digest entries were rewritten in this process under `stamp`.
+        func storedEntriesAreCurrent(scope: String, stamp: Stamp) -> Bool {
+            stored.withLock { $0[scope] == stamp }
+        }
+
+        /// Records that `scope`'s stored digest entries were just rewritten under `stamp`.
+        func storedEntriesRewritten(scope: String, stamp: Stamp) {
+            stored.withLock { $0[scope] = stamp }
         }
 
         /// The tracked transaction running on this thread, if any.
@@ -86,6 +110,7 @@ final class ScopeDigestMemo: Sendable {
         /// its row version or its deletion changes. A scope without such an edge does not read the row; one that
         /// gains the edge later forgets its digest then (``invalidate(scope:)``).
         func invalidate(tableName: String, recordID: String, on connection: Connection) throws {
+            try StoredScopeDigests.markStale(tableName: tableName, recordIDs: CollectionOfOne(recordID), on: connection)
             guard state.withLock({ !$0.isEmpty }) else { return }
             let scopes = try connection.cachedStatement(
                 "SELECT DISTINCT scope_id FROM _synchro_scope_rows WHERE table_name = ? AND record_id = ?"
@@ -100,6 +125,7 @@ final class ScopeDigestMemo: Sendable {
 
         /// ``invalidate(tableName:recordID:on:)`` for many rows of one table, 64 record IDs per query.
         func invalidate(tableName: String, recordIDs: [String], on connection: Connection) throws {
+            try StoredScopeDigests.markStale(tableName: tableName, recordIDs: recordIDs, on: connection)
             var start = 0
             while start < recordIDs.count, state.withLock({ !$0.isEmpty }) {
                 let batch = recordIDs[start..<min(start + 64, recordIDs.count)]

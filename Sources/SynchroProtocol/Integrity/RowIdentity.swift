@@ -41,6 +41,12 @@ public struct RowIdentity: Sendable, Hashable, Comparable, CustomStringConvertib
         structuralFailure(bytes) == nil
     }
 
+    /// ``isStructurallyValid(_:)`` of octets held elsewhere (a stored column), without copying them.
+    public static func isStructurallyValid(_ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
+        var reader = IdentityReader(buffer: buffer)
+        return (try? reader.check()) != nil
+    }
+
     /// The identity octets as lowercase hex.
     public var hex: String { Hex.encode(bytes) }
 
@@ -94,7 +100,10 @@ public struct RowIdentity: Sendable, Hashable, Comparable, CustomStringConvertib
         mutating func check() throws(RowIdentityFormatError) {
             let domain = RowIdentity.domainOctets
             let prefixLength = min(domain.count, buffer.count)
-            guard buffer[0..<prefixLength].elementsEqual(domain[0..<prefixLength]) else { throw .wrongDomain }
+            let domainMatches = domain.withUnsafeBufferPointer { expected in
+                (0..<prefixLength).allSatisfy { buffer[$0] == expected[$0] }
+            }
+            guard domainMatches else { throw .wrongDomain }
             guard buffer.count >= domain.count else { throw .truncated }
             position = domain.count
             try text(emptyFailure: .emptyTableID, exactlyToEnd: false)
@@ -124,7 +133,10 @@ public struct RowIdentity: Sendable, Hashable, Comparable, CustomStringConvertib
             if count == 0, let emptyFailure { throw emptyFailure }
             if exactlyToEnd && count < remaining { throw .trailingOctets }
             let text = UnsafeBufferPointer(rebasing: buffer[position..<(position + count)])
-            guard String(validating: text, as: UTF8.self) != nil else { throw .invalidUTF8 }
+            // ASCII (every table and field ID in practice) is valid UTF-8 without building a String.
+            guard text.allSatisfy({ $0 < 0x80 }) || String(validating: text, as: UTF8.self) != nil else {
+                throw .invalidUTF8
+            }
             position += count
         }
 

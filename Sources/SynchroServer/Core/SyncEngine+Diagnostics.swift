@@ -40,6 +40,11 @@ extension SyncEngine {
         }
     }
 
+    /// The rows of one query on the store under the engine's lock (tests compare durable state on either store).
+    func rowsForTesting(_ sql: String, _ arguments: [SQLiteValue] = []) throws -> [[SQLiteValue]] {
+        try state.withLock { state in try state.store.db.cachedStatement(sql).rows(arguments) }
+    }
+
     /// Storage class, length and octets of one value, so that no two different rows hash alike.
     private static func hash(_ value: SQLiteValue, into hasher: inout SHA256) {
         let (tag, octets): (UInt8, [UInt8])

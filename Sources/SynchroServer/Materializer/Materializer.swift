@@ -127,7 +127,8 @@ struct MaterializationBatch {
         let before = try scopesBefore(identity: entry.identity)
         let after = row.map { dataset.scopes(forTable: entry.tableID, row: $0) } ?? []
         try writeProjection(entry, digest: digest)
-        try writeMembership(identity: entry.identity, before: before, after: after)
+        try writeMembership(
+            identity: entry.identity, before: before, after: after, liveDigest: state == .live ? digest : nil)
 
         let rowOperation: StreamOperation = state == .live ? .upsert : .deleteWithRow
         var effects = after.map { ($0, rowOperation) }
@@ -176,14 +177,22 @@ struct MaterializationBatch {
             ])
     }
 
-    private func writeMembership(identity: [UInt8], before: [String], after: [String]) throws {
+    /// Membership edges of the row after the write, each carrying the row's digest while it is live (NULL for a
+    /// tombstone): the scope digest reads them in key order (``ScopeDigestCache``).
+    private func writeMembership(identity: [UInt8], before: [String], after: [String], liveDigest: [UInt8]?) throws {
+        let digest = liveDigest.map(SQLiteValue.blob) ?? .null
         for scope in before where !after.contains(where: { $0.exactlyEquals(scope) }) {
             try store.db.cachedStatement("DELETE FROM membership WHERE scope_id = ? AND identity = ?")
                 .run([.text(scope), .blob(identity)])
         }
-        for scope in after where !before.contains(where: { $0.exactlyEquals(scope) }) {
-            try store.db.cachedStatement("INSERT INTO membership(scope_id, identity) VALUES (?, ?)")
-                .run([.text(scope), .blob(identity)])
+        for scope in after {
+            if before.contains(where: { $0.exactlyEquals(scope) }) {
+                try store.db.cachedStatement("UPDATE membership SET row_digest = ? WHERE scope_id = ? AND identity = ?")
+                    .run([digest, .text(scope), .blob(identity)])
+            } else {
+                try store.db.cachedStatement("INSERT INTO membership(scope_id, identity, row_digest) VALUES (?, ?, ?)")
+                    .run([.text(scope), .blob(identity), digest])
+            }
         }
     }
 }

@@ -10,11 +10,16 @@
 /// `membership` into `seed_export_rows` at one boundary (`seed_exports`, `seed_export_scopes`):
 /// exports never change afterwards (`spec/integrity.md` §7.2).
 ///
+/// `membership.row_digest` is the member's `projection.row_digest` while that row is live, NULL otherwise: a scope's
+/// digest input in identity order is one range of membership's key (``ScopeDigestCache``), written in the same
+/// transaction as the projection row it copies.
+///
 /// A rebuild session stages its rows by reference to `projection` (``rebuildRows(named:)``); triggers save a
 /// projection row's old body into the staged rows that refer to it before it changes (``stagedRowReferences``).
 enum ServerSchema {
-    /// 2: rebuild sessions stage rows by reference (``rebuildRows(named:)``); 1 copied every row body.
-    static let version: Int32 = 2
+    /// 3: `membership` carries each live member's row digest (``migrationFrom2``); 2: rebuild sessions stage rows by
+    /// reference (``rebuildRows(named:)``); 1 copied every row body.
+    static let version: Int32 = 3
 
     static let script = """
         CREATE TABLE server_meta(
@@ -62,6 +67,7 @@ enum ServerSchema {
         CREATE TABLE membership(
             scope_id TEXT NOT NULL,
             identity BLOB NOT NULL,
+            row_digest BLOB,
             PRIMARY KEY(scope_id, identity)
         ) WITHOUT ROWID;
 
@@ -275,6 +281,22 @@ enum ServerSchema {
         ALTER TABLE rebuild_rows_v2 RENAME TO rebuild_rows;
         \(stagedRowReferences)
         \(stagedRowTriggers)
+        """
+}
+
+extension ServerSchema {
+    /// Layout 2 → 3: `membership` gains the nullable `row_digest`, filled from the live projection rows. Additive:
+    /// nothing else changes, and the statements are the same on SQLite and PostgreSQL (``PostgresDialect``).
+    static let migrationFrom2 = """
+        ALTER TABLE membership ADD COLUMN row_digest BLOB;
+        \(membershipDigestsFromProjection);
+        """
+
+    /// Sets every member's digest from its projection row (live rows only): the migration, and the end of a schema
+    /// activation that re-rendered projection digests.
+    static let membershipDigestsFromProjection = """
+        UPDATE membership SET row_digest = (
+            SELECT p.row_digest FROM projection p WHERE p.identity = membership.identity AND p.state = 0)
         """
 }
 

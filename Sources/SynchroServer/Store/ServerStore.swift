@@ -40,7 +40,12 @@ final class ServerStore {
             }
         } else if try connection.userVersion() == 1 {
             try db.transaction {
-                try db.execute(ServerSchema.migrationFrom1)
+                try db.execute(ServerSchema.migrationFrom1 + ServerSchema.migrationFrom2)
+                try connection.setUserVersion(ServerSchema.version)
+            }
+        } else if try connection.userVersion() == 2 {
+            try db.transaction {
+                try db.execute(ServerSchema.migrationFrom2)
                 try connection.setUserVersion(ServerSchema.version)
             }
         } else if try connection.userVersion() != ServerSchema.version {
@@ -60,7 +65,12 @@ final class ServerStore {
             try db.execute("CREATE SCHEMA IF NOT EXISTS \(PostgresDialect.schemaName)")
             let exists = try db.cachedStatement("SELECT to_regclass('server_meta') IS NOT NULL").scalar()
             if exists?.integerValue == 1 {
-                let layout = try metaInteger(Self.layoutVersionKey)
+                var layout = try metaInteger(Self.layoutVersionKey)
+                if layout == 2 {
+                    try db.execute(PostgresDialect.translate(ServerSchema.migrationFrom2))
+                    layout = Int64(ServerSchema.version)
+                    try setMeta(Self.layoutVersionKey, .integer(layout))
+                }
                 guard layout == Int64(ServerSchema.version) else {
                     throw ServerStoreError.unsupportedLayout(Int32(clamping: layout))
                 }
@@ -201,7 +211,7 @@ final class ServerStore {
 }
 
 /// The rows of the initial load not yet written: `source_rows`, `projection` (live, with its digest) and one
-/// `membership` edge per scope, flushed together every ``capacity`` rows through ``StoreExecutor/insertRows``.
+/// `membership` edge per scope (with the row's digest: layout 3), flushed together every ``capacity`` rows through ``StoreExecutor/insertRows``.
 struct InitialLoadBatch {
     static let capacity = 2000
 
@@ -222,7 +232,7 @@ struct InitialLoadBatch {
         projections.append([
             .blob(identity), .text(tableID), .blob(pk), .blob(row), .text(version), .blob(digest), .integer(0),
         ])
-        for scope in scopes { memberships.append([.text(scope), .blob(identity)]) }
+        for scope in scopes { memberships.append([.text(scope), .blob(identity), .blob(digest)]) }
         if sources.count >= Self.capacity { try flush() }
     }
 
@@ -232,7 +242,7 @@ struct InitialLoadBatch {
         try db.insertRows(
             into: "projection",
             columns: ["identity", "table_id", "pk", "row", "server_version", "row_digest", "state"], projections)
-        try db.insertRows(into: "membership", columns: ["scope_id", "identity"], memberships)
+        try db.insertRows(into: "membership", columns: ["scope_id", "identity", "row_digest"], memberships)
         sources.removeAll(keepingCapacity: true)
         projections.removeAll(keepingCapacity: true)
         memberships.removeAll(keepingCapacity: true)

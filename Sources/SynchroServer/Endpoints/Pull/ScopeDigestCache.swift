@@ -47,33 +47,46 @@ struct ScopeDigestCache {
         return entry
     }
 
-    /// One streaming SHA-256 over the scope's live rows in identity order (membership's key order
-    /// is `memcmp` of the identity, which is the protocol's order).
+    /// One streaming SHA-256 over the scope's live rows in identity order: membership's key order is `memcmp` of
+    /// the identity, which is the protocol's order, and each live member carries its row digest
+    /// (``ServerSchema``), so the pass reads one key range and hashes stored octets, whatever changed.
     static func compute(
         scope: String, schemaHash: [UInt8], store: ServerStore, knownCardinality: Int64? = nil
     ) throws -> (Int64, [UInt8]) {
-        let count = try knownCardinality ?? store.db.cachedStatement("""
-            SELECT count(*) FROM membership m JOIN projection p ON p.identity = m.identity
-            WHERE m.scope_id = ? AND p.state = 0
-            """).scalar([.text(scope)])?.integerValue ?? 0
+        let count = try knownCardinality ?? store.db.cachedStatement(
+            "SELECT count(*) FROM membership WHERE scope_id = ? AND row_digest IS NOT NULL"
+        ).scalar([.text(scope)])?.integerValue ?? 0
         var accumulator = try ScopeDigestAccumulator(
             schemaHash: schemaHash, scopeID: scope, cardinality: UInt64(count))
         let rows = try store.db.cachedStatement("""
-            SELECT m.identity, p.row_digest FROM membership m JOIN projection p ON p.identity = m.identity
-            WHERE m.scope_id = ? AND p.state = 0 ORDER BY m.identity
+            SELECT identity, row_digest FROM membership WHERE scope_id = ? AND row_digest IS NOT NULL
+            ORDER BY identity
             """)
+        let empty = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
         try rows.forEachRow([.text(scope)]) { row in
-            do {
-                try accumulator.add(identity: try RowIdentity(validating: row.blob(at: 0)), rowDigest: row.blob(at: 1))
-            } catch {
-                throw SyncIntegrityViolation()
+            let added = row.withBlobBytes(at: 0) { identity in
+                row.withBlobBytes(at: 1) { digest in
+                    Self.add(identity.assumingMemoryBound(to: UInt8.self), digest.assumingMemoryBound(to: UInt8.self),
+                             empty, to: &accumulator)
+                }
             }
+            guard added else { throw SyncIntegrityViolation() }
         }
         do {
             return (count, try accumulator.finalize())
         } catch {
             throw SyncIntegrityViolation()
         }
+    }
+
+    /// Adds one stored member; false when its identity is not a structurally valid row identity or the accumulator
+    /// refuses it (a digest that is not 32 octets, an identity out of order, more rows than counted).
+    private static func add(
+        _ identity: UnsafeBufferPointer<UInt8>, _ digest: UnsafeBufferPointer<UInt8>,
+        _ empty: UnsafeBufferPointer<UInt8>, to accumulator: inout ScopeDigestAccumulator
+    ) -> Bool {
+        guard RowIdentity.isStructurallyValid(identity) else { return false }
+        return (try? accumulator.add(identityHead: identity, identityTail: empty, rowDigest: digest)) != nil
     }
 }
 

@@ -52,6 +52,8 @@ struct SchemaActivation {
             let materialized = try StreamState.load(from: store).materializedLSN
             do {
                 try rewrite(.projection, after: .blob([]))
+                // Every live digest changed with the schema hash: membership's copies follow in one statement.
+                try store.db.cachedStatement(ServerSchema.membershipDigestsFromProjection).run([])
                 try rewrite(.stream, after: .integer(0))
                 try copySourceRowsFromProjection()
                 try rewrite(.sourceRows, after: .blob([]))

@@ -1,0 +1,131 @@
+import Foundation
+import SQLiteKit
+@testable import SynchroClient
+import SynchroProtocol
+import Testing
+import _SeedkitTestSupport
+@testable import SynchroStore
+
+/// Stored scope digest entries (docs/decisions.md, "Stored scope digests on the client"): a steady verification
+/// after a small change reads the stored digests in identity order and re-digests only the changed rows, with the
+/// same result as recomputing every row; anything the guards cannot vouch for recomputes every row.
+@Suite("Stored scope digests")
+struct StoredScopeDigestsTests {
+    static func category(_ id: Int64, _ name: String) -> JSONValue {
+        .object(JSONObject([
+            JSONMember("fld_category_id", .number(JSONNumber(id))),
+            JSONMember("fld_category_name", .string(name)),
+        ]))
+    }
+
+    /// A changed category on the server, pulled and verified.
+    static func pullChange(_ fixture: SyncFixture, id: Int64, name: String) throws -> PullPageOutcome {
+        _ = try fixture.server.engine.operatorWrite(
+            table: "tbl_categories", pk: .number(JSONNumber(id)), row: category(id, name))
+        return try PullApplier(context: fixture.context).pull()
+    }
+
+    /// The catalog digest recomputed from every row, beside the engine.
+    static func fullDigest(_ fixture: SyncFixture) throws -> Checksum {
+        try fixture.store.serverApply { transaction in
+            let rows = LocalRows(
+                connection: transaction.connection, manifest: try LocalRows.activeManifest(on: transaction.connection))
+            return try rows.audit(scope: "catalog", detailed: false).checksum
+        }
+    }
+
+    func storedCount(_ fixture: SyncFixture, _ filter: String = "") throws -> Int64 {
+        try fixture.count("SELECT count(*) FROM _synchro_seedkit_row_digests WHERE scope_id = 'catalog'\(filter)")
+    }
+
+    @Test("updates, inserts and deletes pulled one at a time verify with the stored digests, equal to every row's")
+    func steadyChangesMatchFullRecomputation() throws {
+        let fixture = try SyncFixture()
+        try fixture.connectAndRebuild()
+        // The first change recomputes every row and writes the entries.
+        #expect(try Self.pullChange(fixture, id: 1, name: "First").verifiedScopes == ["catalog", "user:alice"])
+        let edges = try fixture.count("SELECT count(*) FROM _synchro_scope_rows WHERE scope_id = 'catalog'")
+        #expect(try storedCount(fixture) == edges)
+        #expect(try storedCount(fixture, " AND row_digest IS NULL") == 0)
+
+        #expect(try Self.pullChange(fixture, id: 2, name: "Second").verifiedScopes == ["catalog", "user:alice"])
+        #expect(try Self.pullChange(fixture, id: 90_001, name: "Added").verifiedScopes == ["catalog", "user:alice"])
+        #expect(try storedCount(fixture) == edges + 1)
+        _ = try fixture.server.engine.operatorDelete(table: "tbl_categories", pk: .number(JSONNumber(90_001)))
+        let deleted = try PullApplier(context: fixture.context).pull()
+
+        #expect(deleted.verifiedScopes == ["catalog", "user:alice"])
+        #expect(deleted.rebuildRequired.isEmpty)
+        let stored = try #require(try fixture.scopes().first { $0.id == "catalog" }?.checksum)
+        #expect(SeedReceiptStore.parseChecksum(stored) == (try Self.fullDigest(fixture)))
+        #expect(try storedCount(fixture, " AND row_digest IS NULL") == 0)
+        #expect(try fixture.count("SELECT count(*) FROM _synchro_seedkit_pending_edges") == 0)
+        #expect(try storedCount(fixture) == (try fixture.count(
+            "SELECT count(*) FROM _synchro_scope_rows WHERE scope_id = 'catalog'")))
+    }
+
+    @Test("the stored digest of an unchanged row is what a steady verification hashes (a forged one fails it)")
+    func storedEntriesAreRead() throws {
+        let fixture = try SyncFixture()
+        try fixture.connectAndRebuild()
+        _ = try Self.pullChange(fixture, id: 1, name: "First")
+        // Only a tracked engine transaction keeps the entries current; nothing in the engine writes them this way.
+        try fixture.store.trackedServerApply { connection in
+            try connection.run("""
+                UPDATE _synchro_seedkit_row_digests SET row_digest = zeroblob(32)
+                WHERE scope_id = 'catalog' AND identity = (
+                    SELECT max(identity) FROM _synchro_seedkit_row_digests WHERE scope_id = 'catalog')
+                """)
+        }
+
+        let outcome = try Self.pullChange(fixture, id: 2, name: "Second")
+
+        #expect(outcome.rebuildRequired == ["catalog"])
+    }
+
+    @Test("an uncaptured change by another connection after the entries were written is still detected")
+    func otherConnectionWriteRecomputesEveryRow() throws {
+        let fixture = try SyncFixture()
+        try fixture.connectAndRebuild()
+        _ = try Self.pullChange(fixture, id: 1, name: "First")
+        try fixture.storeFixture.inspect { connection in
+            try connection.transaction(kind: .immediate) {
+                try connection.run("UPDATE _synchro_meta SET value = '1' WHERE key = 'sync_lock'")
+                try connection.run(ScopeDigestMemoTests.tamper)
+                try connection.run("UPDATE _synchro_meta SET value = '0' WHERE key = 'sync_lock'")
+            }
+        }
+
+        let outcome = try Self.pullChange(fixture, id: 2, name: "Second")
+
+        #expect(outcome.rebuildRequired == ["catalog"])
+        #expect(outcome.verifiedScopes == ["user:alice"])
+    }
+
+    @Test("an untracked engine write after the entries were written recomputes every row and detects it")
+    func untrackedEngineWriteRecomputesEveryRow() throws {
+        let fixture = try SyncFixture()
+        try fixture.connectAndRebuild()
+        _ = try Self.pullChange(fixture, id: 1, name: "First")
+        try fixture.store.serverApply { try $0.execute(ScopeDigestMemoTests.tamper) }
+
+        let outcome = try Self.pullChange(fixture, id: 2, name: "Second")
+
+        #expect(outcome.rebuildRequired == ["catalog"])
+    }
+
+    @Test("a captured application write keeps verifying: its protected row contributes the edge's digest")
+    func protectedRowUsesEdgeDigest() throws {
+        let fixture = try SyncFixture()
+        try fixture.connectAndRebuild()
+        _ = try Self.pullChange(fixture, id: 1, name: "First")
+        try fixture.store.execute(ScopeDigestMemoTests.tamper)
+        #expect(try Self.pullChange(fixture, id: 2, name: "Second").verifiedScopes == ["catalog", "user:alice"])
+
+        // Stored for the next steady pull: the protected row stale (its digest is the edge's), the rest current.
+        let outcome = try Self.pullChange(fixture, id: 3, name: "Third")
+
+        #expect(outcome.verifiedScopes == ["catalog", "user:alice"])
+        #expect(try storedCount(fixture, " AND row_digest IS NULL") == 1)
+    }
+}
