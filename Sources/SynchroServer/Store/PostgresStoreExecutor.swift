@@ -36,6 +36,29 @@ final class PostgresStoreExecutor: StoreExecutor {
         try connection.executeScript(script)
     }
 
+    /// At most this many rows per statement (and 32,767 parameters, well under the protocol's 65,535): large
+    /// enough that the round trip no longer dominates, small enough to keep a statement's parameters small.
+    static let rowsPerInsert = 500
+
+    func insertRows(into table: String, columns: [String], _ rows: [[SQLiteValue]]) throws {
+        let perStatement = max(1, min(Self.rowsPerInsert, 32_767 / max(1, columns.count)))
+        var start = rows.startIndex
+        while start < rows.endIndex {
+            let end = min(start + perStatement, rows.endIndex)
+            let statement = try cachedStatement(Self.multiRowInsert(table, columns, rows: end - start))
+            try statement.run(rows[start..<end].flatMap { $0 })
+            start = end
+        }
+    }
+
+    /// `INSERT INTO table(columns) VALUES (?, …), (?, …), …` with `rows` rows; each parameter takes the type of its
+    /// target column.
+    private static func multiRowInsert(_ table: String, _ columns: [String], rows: Int) -> String {
+        let tuple = "(" + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
+        return "INSERT INTO \(table)(\(columns.joined(separator: ", "))) VALUES "
+            + Array(repeating: tuple, count: rows).joined(separator: ", ")
+    }
+
     func transaction<Value>(_ body: () throws -> Value) throws -> Value {
         try connection.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
         do {

@@ -13,6 +13,10 @@ protocol StoreExecutor: AnyObject {
     func cachedStatement(_ sql: String) throws -> any StoreStatement
     /// Runs a script of statements without parameters or results (DDL).
     func execute(_ script: String) throws
+    /// Inserts `rows` (each one value per column of `columns`) into `table`: the bulk path of the initial load.
+    /// SQLite runs one cached statement per row (in-process, nothing to save); PostgreSQL sends multi-row
+    /// statements, one round trip per many rows instead of one per row.
+    func insertRows(into table: String, columns: [String], _ rows: [[SQLiteValue]]) throws
     /// Runs `body` in a write transaction: one writer at a time across every process using the database.
     func transaction<Value>(_ body: () throws -> Value) throws -> Value
     /// Runs `body` in a savepoint inside the current transaction, rolled back to when `body` throws.
@@ -79,6 +83,13 @@ final class SQLiteStoreExecutor: StoreExecutor {
 
     func execute(_ script: String) throws {
         try connection.execute(script)
+    }
+
+    func insertRows(into table: String, columns: [String], _ rows: [[SQLiteValue]]) throws {
+        let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
+        let statement = try connection.cachedStatement(
+            "INSERT INTO \(table)(\(columns.joined(separator: ", "))) VALUES (\(placeholders))")
+        for row in rows { try statement.run(row) }
     }
 
     func transaction<Value>(_ body: () throws -> Value) throws -> Value {
