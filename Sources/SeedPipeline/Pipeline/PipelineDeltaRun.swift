@@ -59,46 +59,16 @@ struct PipelineDeltaRun {
         }
         defer { FileSystem.removeTree(scratch) }
         events(.sourceReady(kind: definition.source.kind, seconds: 0))
-        for step in PipelineStep.allCases {
-            guard definition.runs(step) else {
-                results.append(PipelineStepResult(step: step, outcome: .skipped))
-                continue
-            }
-            guard !results.contains(where: { $0.outcome == .failed || $0.outcome == .interrupted }) else {
-                results.append(PipelineStepResult(step: step, outcome: .notRun))
-                continue
-            }
-            CrashPoint.reached("pipeline.\(step.rawValue)")
-            guard !options.isInterrupted() else {
-                results.append(PipelineStepResult(step: step, outcome: .interrupted))
-                continue
-            }
-            events(.stepStarted(step))
-            let clock = ContinuousClock.now
-            var result: PipelineStepResult
-            switch perform(step) {
-            case .passed(let rows, let bytes, let warnings):
-                result = PipelineStepResult(
-                    step: step, outcome: .passed, rows: rows, bytes: bytes,
-                    seconds: PipelineRunner.seconds(since: clock), warnings: warnings)
-            case .failed(let failure, let rows):
-                result = PipelineStepResult(
-                    step: step, outcome: .failed, rows: rows, seconds: PipelineRunner.seconds(since: clock),
-                    failure: failure)
-            }
-            if result.failure?.rule == "interrupted" || (result.outcome == .failed && options.isInterrupted()) {
-                result = PipelineStepResult(step: step, outcome: .interrupted, seconds: result.seconds)
-            }
-            events(.stepFinished(result))
-            results.append(result)
+        results = PipelineStepLoop.run(definition, options: options, events: events) { step, soFar in
+            results = soFar
+            return perform(step)
         }
-        let failed = results.contains { $0.outcome == .failed }
-        let interrupted = results.contains { $0.outcome == .interrupted }
+        let outcome = PipelineStepLoop.outcome(of: results, definition)
+        let failed = outcome == .failed || outcome == .interrupted
         return PipelineReport(
             name: definition.name,
-            outcome: interrupted ? .interrupted : failed ? .failed : definition.runs(.publish) ? .published : .completed,
-            upToDate: false, steps: results, publishDirectory: definition.publishDirectory,
-            seed: failed || interrupted ? nil : published, export: nil, verification: nil, pack: nil, rehearsal: nil,
+            outcome: outcome, upToDate: false, steps: results, publishDirectory: definition.publishDirectory,
+            seed: failed ? nil : published, export: nil, verification: nil, pack: nil, rehearsal: nil,
             seconds: PipelineRunner.seconds(since: started))
     }
 

@@ -62,58 +62,28 @@ struct PipelineRun {
         defer { connection.stop() }
         events(.sourceReady(kind: definition.source.kind, seconds: PipelineRunner.seconds(since: sourceStarted)))
 
-        for step in PipelineStep.allCases {
-            guard definition.runs(step) else {
-                results.append(PipelineStepResult(step: step, outcome: .skipped))
-                continue
-            }
-            guard !results.contains(where: { $0.outcome == .failed || $0.outcome == .interrupted }) else {
-                results.append(PipelineStepResult(step: step, outcome: .notRun))
-                continue
-            }
-            // The safe point between steps: a stop requested before publish leaves the publish directory as it was.
-            CrashPoint.reached("pipeline.\(step.rawValue)")
-            guard !options.isInterrupted() else {
-                results.append(PipelineStepResult(step: step, outcome: .interrupted))
-                continue
-            }
-            events(.stepStarted(step))
-            var result = perform(step, connection: connection)
-            if result.failure?.rule == "interrupted" || (result.outcome == .failed && options.isInterrupted()) {
-                result = PipelineStepResult(step: step, outcome: .interrupted, seconds: result.seconds)
-            }
-            events(.stepFinished(result))
-            results.append(result)
+        results = PipelineStepLoop.run(definition, options: options, events: events) { step, soFar in
+            results = soFar
+            return perform(step, connection: connection)
         }
-        let failed = results.contains { $0.outcome == .failed }
-        let interrupted = results.contains { $0.outcome == .interrupted }
+        let outcome = PipelineStepLoop.outcome(of: results, definition)
+        let failed = outcome == .failed || outcome == .interrupted
         return PipelineReport(
             name: definition.name,
-            outcome: interrupted ? .interrupted : failed ? .failed : definition.runs(.publish) ? .published : .completed,
-            upToDate: false, steps: results, publishDirectory: definition.publishDirectory,
-            seed: failed || interrupted ? nil : published, export: export, verification: verification, pack: pack,
+            outcome: outcome, upToDate: false, steps: results, publishDirectory: definition.publishDirectory,
+            seed: failed ? nil : published, export: export, verification: verification, pack: pack,
             rehearsal: rehearsal, seconds: PipelineRunner.seconds(since: started))
     }
 
-    private mutating func perform(_ step: PipelineStep, connection: PipelineSourceConnection) -> PipelineStepResult {
-        let started = ContinuousClock.now
-        let outcome: StepOutcome
+    private mutating func perform(_ step: PipelineStep, connection: PipelineSourceConnection) -> StepOutcome {
         switch step {
-        case .export: outcome = runExport(connection)
-        case .verify: outcome = runVerify()
-        case .pack: outcome = runPack()
-        case .install: outcome = runInstall()
-        case .rehearse: outcome = runRehearse(connection)
-        case .sign: outcome = runSign()
-        case .publish: outcome = runPublish(connection.exportSource)
-        }
-        let seconds = PipelineRunner.seconds(since: started)
-        switch outcome {
-        case .passed(let rows, let bytes, let warnings):
-            return PipelineStepResult(
-                step: step, outcome: .passed, rows: rows, bytes: bytes, seconds: seconds, warnings: warnings)
-        case .failed(let failure, let rows):
-            return PipelineStepResult(step: step, outcome: .failed, rows: rows, seconds: seconds, failure: failure)
+        case .export: runExport(connection)
+        case .verify: runVerify()
+        case .pack: runPack()
+        case .install: runInstall()
+        case .rehearse: runRehearse(connection)
+        case .sign: runSign()
+        case .publish: runPublish(connection.exportSource)
         }
     }
 }
