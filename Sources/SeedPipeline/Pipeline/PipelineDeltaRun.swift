@@ -180,10 +180,7 @@ struct PipelineDeltaRun {
                 evidence: { artifacts in Self.evidence(export, artifacts: artifacts, pipeline: pipeline) })
             published = seed
             let bytes = PipelinePublication.names.reduce(Int64(0)) { $0 + FileSystem.size(of: publication.path($1)) }
-            let warnings = kept.map { kept in
-                kept.entries.map { "foreign_entry_kept: \($0) (not a publication file) kept in \(kept.directory)" }
-            } ?? []
-            return .passed(rows: seed.rows, bytes: bytes, warnings: warnings)
+            return .passed(rows: seed.rows, bytes: bytes, warnings: PipelinePublication.KeptEntries.warnings(kept))
         } catch {
             return .failed(rule: error.rule, message: error.description)
         }

@@ -132,6 +132,14 @@ struct PipelinePublication {
         let directory: String
         /// Their names, sorted.
         let entries: [String]
+
+        /// The publish step's warnings, one per entry. Names only: what someone else's file holds is none of the
+        /// report's business.
+        static func warnings(_ kept: KeptEntries?) -> [String] {
+            kept.map { kept in
+                kept.entries.map { "foreign_entry_kept: \($0) (not a publication file) kept in \(kept.directory)" }
+            } ?? []
+        }
     }
 
     /// A new path beside the publish directory for a previous publication that held foreign entries; not a

@@ -168,11 +168,7 @@ extension PipelineRun {
                 }, signingKey: signingKey, provenance: { run.provenance($0, source: source) })
             published = seed
             let bytes = PipelinePublication.names.reduce(Int64(0)) { $0 + FileSystem.size(of: publication.path($1)) }
-            // Names only: what someone else's file holds is none of the report's business.
-            let warnings = kept.map { kept in
-                kept.entries.map { "foreign_entry_kept: \($0) (not a publication file) kept in \(kept.directory)" }
-            } ?? []
-            return .passed(rows: seed.rows, bytes: bytes, warnings: warnings)
+            return .passed(rows: seed.rows, bytes: bytes, warnings: PipelinePublication.KeptEntries.warnings(kept))
         } catch {
             return .failed(rule: error.rule, message: error.description)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import SynchroHTTP
 
 /// A command's output channels under its ``Verbosity``: results and errors always print; informational lines
 /// (summaries, success messages) and progress displays are dropped by `--quiet`; detail lines appear only with
@@ -56,13 +57,6 @@ struct Console: Sendable {
 
     /// `url` as safe to print: without user information (`user:password@`), a query or a fragment.
     static func displayURL(_ url: String) -> String {
-        var text = Substring(url)
-        if let end = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = text[..<end] }
-        guard let scheme = text.range(of: "://") else { return String(text) }
-        let authorityEnd = text[scheme.upperBound...].firstIndex(of: "/") ?? text.endIndex
-        if let at = text[scheme.upperBound..<authorityEnd].lastIndex(of: "@") {
-            return String(text[..<scheme.upperBound]) + String(text[text.index(after: at)...])
-        }
-        return String(text)
+        NetworkFailure.displayURL(url)
     }
 }
