@@ -17,9 +17,20 @@ extension CurlTransport {
         /// A `User-Agent` value, or `nil` to send none.
         public var userAgent: String?
 
+        /// The longest wait for the connection (and TLS session) within a request's limit.
+        public static let connectLimit: Duration = .seconds(10)
+
         /// A configuration for `baseURL` with the default limits.
         public init(baseURL: String) {
             self.baseURL = baseURL
+        }
+
+        /// A configuration for `baseURL` whose requests end after `timeout` (`--timeout`), the connection getting
+        /// at most ``connectLimit`` of it.
+        public init(baseURL: String, timeout: Duration) {
+            self.baseURL = baseURL
+            totalTimeout = timeout
+            connectTimeout = min(timeout, Self.connectLimit)
         }
     }
 }

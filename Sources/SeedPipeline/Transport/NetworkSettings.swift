@@ -59,15 +59,12 @@ public enum NetworkTimeouts {
     /// The default limit of one request, connection included.
     public static let defaultTimeout: Duration = .seconds(60)
     /// The longest wait for the connection (and TLS session) within a request's limit.
-    public static let connectLimit: Duration = .seconds(10)
+    public static let connectLimit = CurlTransport.Configuration.connectLimit
     /// The accepted `--timeout` values, in seconds.
     public static let range: ClosedRange<Int> = 1...3_600
 
     /// A transport configuration for `baseURL` whose requests end after `timeout`.
     public static func configuration(baseURL: String, timeout: Duration) -> CurlTransport.Configuration {
-        var configuration = CurlTransport.Configuration(baseURL: baseURL)
-        configuration.totalTimeout = timeout
-        configuration.connectTimeout = min(timeout, connectLimit)
-        return configuration
+        CurlTransport.Configuration(baseURL: baseURL, timeout: timeout)
     }
 }

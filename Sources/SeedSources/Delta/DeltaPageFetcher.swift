@@ -89,11 +89,8 @@ public struct DeltaExportOptions: Sendable {
 
     /// The transport of a run against `definition`'s base URL, with this run's limits.
     func transport(for definition: DeltaSourceDefinition) throws(DeltaSourceError) -> CurlTransport {
-        var configuration = CurlTransport.Configuration(baseURL: definition.baseURL)
-        configuration.totalTimeout = timeout
-        configuration.connectTimeout = min(timeout, .seconds(10))
         do {
-            return try CurlTransport(configuration: configuration)
+            return try CurlTransport(configuration: .init(baseURL: definition.baseURL, timeout: timeout))
         } catch {
             throw .definition(member: "base_url", rule: "not_usable_by_the_transport")
         }

@@ -48,15 +48,8 @@ enum DeltaServeCommand {
             }
             token = value
         }
-        var scratch: String?
-        if arguments.values["store"] == nil {
-            do {
-                scratch = try PrivateFiles.makeTemporaryDirectory(prefix: "seedkit-serve-delta")
-            } catch {
-                Terminal.err("seedkit: \(error)\n")
-                return .checkFailed
-            }
-        }
+        guard let scratch = ServeCommand.privateScratch(
+            needed: arguments.values["store"] == nil, prefix: "seedkit-serve-delta") else { return .checkFailed }
         defer { if let scratch { FileSystem.removeTree(scratch) } }
         let storePath = arguments.values["store"] ?? scratch.map { $0 + "/delta.db" } ?? ""
         let console = arguments.console("serve")

@@ -79,15 +79,8 @@ enum ServeCommand {
         }
         // Without --db or --store the database lives in a private directory (0700, the file 0600) removed when serve exits:
         // it holds the server's HMAC keys and every row.
-        var scratch: String?
-        if arguments.values["db"] == nil && postgresStore == nil {
-            do {
-                scratch = try PrivateFiles.makeTemporaryDirectory(prefix: "seedkit-serve")
-            } catch {
-                Terminal.err("seedkit: \(error)\n")
-                return .checkFailed
-            }
-        }
+        guard let scratch = privateScratch(needed: arguments.values["db"] == nil && postgresStore == nil,
+                                           prefix: "seedkit-serve") else { return .checkFailed }
         defer { if let scratch { FileSystem.removeTree(scratch) } }
         let databasePath = arguments.values["db"] ?? scratch.map { $0 + "/server.db" } ?? ""
         var configuration = ServerConfiguration(
@@ -183,5 +176,17 @@ enum ServeCommand {
             result[secret] = user
         }
         return result
+    }
+
+    /// The private temporary directory (0700, removed by the caller when serve exits) a server keeps its store in
+    /// when none was named: `.some(nil)` when `needed` is false, `nil` after reporting why it could not be made.
+    static func privateScratch(needed: Bool, prefix: String) -> String?? {
+        guard needed else { return .some(nil) }
+        do {
+            return .some(try PrivateFiles.makeTemporaryDirectory(prefix: prefix))
+        } catch {
+            Terminal.err("seedkit: \(error)\n")
+            return nil
+        }
     }
 }
