@@ -79,6 +79,13 @@ import _SeedkitTestSupport
              "page_limit": "50", "extra": 1}
             """#.utf8))
         #expect(SchemaCheck.problems(bad, schema).count == 3, "\(SchemaCheck.problems(bad, schema))")
+        // A delta source with a member only a Synchro source uses is refused by the schema as by the parser.
+        for extra in [#""scopes": ["a"]"#, #""page_limit": 10"#, #""rehearsal": {}"#] {
+            let delta = try StrictJSONParser().parse(Array("""
+                {"source": {"delta": {"definition": "d.json"}}, "publish": {"directory": "o"}, \(extra)}
+                """.utf8))
+            #expect(SchemaCheck.problems(delta, schema).count == 1, "\(extra): \(SchemaCheck.problems(delta, schema))")
+        }
     }
 
     @Test func setOverridesAreTypedByTheFormatAndRefuseUnknownMembers() throws {
@@ -110,13 +117,26 @@ import _SeedkitTestSupport
 }
 
 /// The parts of JSON Schema 2020-12 the pipeline schema uses: type, properties, additionalProperties: false,
-/// required, min/maxProperties, minimum/maximum, minLength, items, minItems, uniqueItems, enum, pattern.
+/// required, min/maxProperties, minimum/maximum, minLength, items, minItems, uniqueItems, enum, pattern, and the
+/// combinators allOf, anyOf, not, if/then (a subschema without `type` applies to whatever the value is).
 enum SchemaCheck {
     static func problems(_ value: JSONValue, _ schema: JSONValue, at path: String = "") -> [String] {
         guard let rules = schema.objectValue else { return [] }
         var problems: [String] = []
         let here = path.isEmpty ? "(document)" : path
-        switch (rules["type"]?.stringValue, value) {
+        for part in rules["allOf"]?.arrayValue ?? [] { problems += Self.problems(value, part, at: path) }
+        if let condition = rules["if"], Self.problems(value, condition, at: path).isEmpty, let then = rules["then"] {
+            problems += Self.problems(value, then, at: path)
+        }
+        if let forbidden = rules["not"], Self.problems(value, forbidden, at: path).isEmpty {
+            problems.append("\(here): matches a form that is not allowed")
+        }
+        if let choices = rules["anyOf"]?.arrayValue,
+           !choices.contains(where: { Self.problems(value, $0, at: path).isEmpty }) {
+            problems.append("\(here): matches none of the allowed forms")
+        }
+        let declared = rules["type"]?.stringValue
+        switch (declared ?? Self.implicitType(of: value), value) {
         case ("object", .object(let object)):
             let properties = rules["properties"]?.objectValue
             for member in object.members {
@@ -165,9 +185,15 @@ enum SchemaCheck {
         case ("boolean", .bool):
             break
         default:
-            problems.append("\(here): not of type \(rules["type"]?.stringValue ?? "?")")
+            if declared != nil { problems.append("\(here): not of type \(declared ?? "?")") }
         }
         if let allowed = rules["enum"]?.arrayValue, !allowed.contains(value) { problems.append("\(here): not allowed") }
         return problems
+    }
+
+    /// The type a subschema without `type` checks the value as: objects by their members, nothing else.
+    private static func implicitType(of value: JSONValue) -> String? {
+        if case .object = value { return "object" }
+        return nil
     }
 }

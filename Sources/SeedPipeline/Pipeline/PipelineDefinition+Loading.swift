@@ -53,10 +53,7 @@ extension PipelineDefinition {
         let signingKey = try Self.signingKey(
             root, base: base, environment: environment, signs: steps.contains(.sign))
         let source = try Self.source(root, base: base, environment: environment, rehearses: steps.contains(.rehearse))
-        if case .delta = source, steps.contains(.sign) {
-            // The provenance statement describes a Synchro export (its manifests and receipts); a delta seed has none.
-            throw .invalidValue(member: "steps", reason: "sign does not apply to a delta source (not supported yet)")
-        }
+        if case .delta = source { try Self.refuseSynchroOnlyMembers(root) }
         let publishDirectory = try Self.publishDirectory(root, base: base)
         let name = try root.string("name") ?? defaultName
         let scopes = try root.stringList("scopes")
@@ -67,6 +64,26 @@ extension PipelineDefinition {
             name: name, baseDirectory: base, source: source, scopes: scopes, pageLimit: pageLimit,
             packLevel: Int32(packLevel), rehearsal: rehearsal, publishDirectory: publishDirectory, steps: steps,
             signingKey: signingKey)
+    }
+
+    /// The members that shape a Synchro export and its protocol rehearsal, refused by name with a delta source
+    /// (docs/decisions.md, "Delta pipelines: scopes, page_limit and rehearsal are refused"): a delta API has no
+    /// scopes, its page sizes are the definition's own (`paging.limit`, `pageSize`), and the delta rehearsal has no
+    /// user, app version or rebuild to configure. Accepting them would let a file say something the run ignores.
+    static let synchroOnlyMembers = ["scopes", "page_limit", "rehearsal"]
+
+    private static func refuseSynchroOnlyMembers(_ root: PipelineMemberReader) throws(PipelineDefinitionError) {
+        for name in synchroOnlyMembers where root.has(name) {
+            let reason = switch name {
+            case "scopes": "does not apply to a delta source: it exports every entity type of its definition"
+            case "page_limit":
+                "does not apply to a delta source: page sizes are the definition's (paging.limit, pageSize)"
+            default:
+                "does not apply to a delta source: its rehearsal warms the seed from its checkpoints and compares "
+                    + "with a full pull, with nothing to configure"
+            }
+            throw .invalidValue(member: name, reason: reason)
+        }
     }
 
     private static func publishDirectory(

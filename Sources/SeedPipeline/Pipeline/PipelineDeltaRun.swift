@@ -8,8 +8,9 @@ import SystemKit
 /// scratch directory, publication, evidence and reuse rule as ``PipelineRun``, with the delta forms of each step —
 /// ``DeltaExporter``, the delta layout checks, ``DeltaSeedInstaller`` and ``DeltaRehearsal`` (warm from the seed's
 /// checkpoints vs a full pull). A separate type because ``PipelineRun`` is built on a Synchro export source, its
-/// manifests and the protocol rehearsal, none of which a delta API has. `sign` is refused when the file is loaded;
-/// the patch against the previous publication is not made (the step says so in its warnings).
+/// manifests and the protocol rehearsal, none of which a delta API has. `sign` and the patch against the previous
+/// publication work as for a Synchro seed (``PipelineSigningKey/read(_:)``, ``PipelinePatch``); the provenance
+/// names the delta definition instead of an export manifest (``provenance(_:)``).
 struct PipelineDeltaRun {
     let definition: PipelineDefinition
     let source: PipelineDeltaSource
@@ -22,7 +23,15 @@ struct PipelineDeltaRun {
     var results: [PipelineStepResult] = []
     var export: DeltaExportReport?
     var rehearsal: DeltaRehearsalReport?
+    /// What the verify step found (`check` or `check:entity`); nil until it ran.
+    var verificationFailures: [String]?
+    /// The patch against the publication in place, when there is one.
+    var patch: PipelinePatch?
     var published: PublishedSeed?
+    /// The key the `sign` step read; the publish step signs with it.
+    var signingKey: Ed25519PrivateKey?
+    /// When the run started, for the provenance's `startedOn`.
+    let startedAt = Date()
 
     init(
         definition: PipelineDefinition, source: PipelineDeltaSource, publication: PipelinePublication,
@@ -38,9 +47,10 @@ struct PipelineDeltaRun {
             .appendingPathComponent(publication.scratchPrefix + UUID().uuidString.lowercased()).path
     }
 
-    private func path(_ name: String) -> String { URL(fileURLWithPath: scratch).appendingPathComponent(name).path }
+    func path(_ name: String) -> String { URL(fileURLWithPath: scratch).appendingPathComponent(name).path }
     private var seedPath: String { path(PipelinePublication.seedName) }
     private var packedPath: String { path(PipelinePublication.packedName) }
+    private var patchPath: String { path(PipelinePublication.patchName) }
     /// The file a device receives: the packed frame when the pipeline packs, else the seed itself.
     private var shippedPath: String { definition.runs(.pack) ? packedPath : seedPath }
 
@@ -65,11 +75,20 @@ struct PipelineDeltaRun {
         }
         let outcome = PipelineStepLoop.outcome(of: results, definition)
         let failed = outcome == .failed || outcome == .interrupted
-        return PipelineReport(
+        var report = PipelineReport(
             name: definition.name,
             outcome: outcome, upToDate: false, steps: results, publishDirectory: definition.publishDirectory,
             seed: failed ? nil : published, export: nil, verification: nil, pack: nil, rehearsal: nil,
             seconds: PipelineRunner.seconds(since: started))
+        report.delta = PipelineReport.DeltaDetails(
+            export: export?.json ?? .null, verification: verificationJSON, rehearsal: rehearsal?.json ?? .null)
+        return report
+    }
+
+    /// The verify step's result in the summary's and evidence's shape; `.null` when it did not run.
+    private var verificationJSON: JSONValue {
+        guard let export, let verificationFailures else { return .null }
+        return export.verificationJSON(failures: verificationFailures)
     }
 
     private mutating func perform(_ step: PipelineStep) -> StepOutcome {
@@ -79,7 +98,7 @@ struct PipelineDeltaRun {
         case .pack: runPack()
         case .install: runInstall()
         case .rehearse: runRehearse()
-        case .sign: .failed(rule: "not_applicable", message: "sign does not apply to a delta source")
+        case .sign: runSign()
         case .publish: runPublish()
         }
     }
@@ -105,28 +124,31 @@ struct PipelineDeltaRun {
                 events(.progress(.export, PipelineProgress(unit: .rows, done: done.add(rows), total: nil)))
             }
             export = report
-            return .passed(rows: report.entities.reduce(0) { $0 + $1.rows }, bytes: report.bytes)
+            return .passed(rows: report.totalRows, bytes: report.bytes)
         } catch {
             return .failed(rule: error.rule, message: error.description)
         }
     }
 
     /// The checks `seedkit verify` applies to a delta seed: its layout, checkpoints, every digest recomputed.
-    private func runVerify() -> StepOutcome {
+    private mutating func runVerify() -> StepOutcome {
         let failures = DeltaExporter.verify(path: seedPath)
+        verificationFailures = failures
         guard failures.isEmpty else {
             return .failed(
                 rule: "verification_failed", message: "\(failures.count) findings: \(failures.joined(separator: ", "))")
         }
-        return .passed(rows: export.map { $0.entities.reduce(0) { $0 + $1.rows } }, bytes: FileSystem.size(of: seedPath))
+        return .passed(rows: export?.totalRows, bytes: FileSystem.size(of: seedPath))
     }
 
-    private func runPack() -> StepOutcome {
+    /// `seed.db` → `seed.db.zst`, and the patch against the publication in place when there is one.
+    private mutating func runPack() -> StepOutcome {
         do {
             let report = try SeedPacker.pack(seedPath, to: packedPath, options: PackOptions(level: definition.packLevel))
-            return .passed(
-                rows: nil, bytes: report.compressedBytes,
-                warnings: ["no_patch: a delta publication carries no patch against the previous seed"])
+            patch = try PipelinePatch.make(
+                seed: seedPath, previous: publication.path(PipelinePublication.seedName), to: patchPath,
+                level: definition.packLevel, checkPath: path("patch-check.db"))
+            return .passed(rows: nil, bytes: report.compressedBytes)
         } catch {
             return .failed(rule: error.rule, message: error.message)
         }
@@ -171,13 +193,23 @@ struct PipelineDeltaRun {
         }
     }
 
+    /// Reads and checks the signing key, as for a Synchro source; the publish step signs with it.
+    private mutating func runSign() -> StepOutcome {
+        let (key, outcome) = PipelineSigningKey.read(definition.signingKey)
+        signingKey = key
+        return outcome
+    }
+
     private mutating func runPublish() -> StepOutcome {
         guard let export else { return .failed(rule: "missing_export", message: "nothing was exported") }
         let pipeline = pipelineEvidence()
+        let run = self
         do {
             let (seed, kept) = try publication.publish(
                 in: path("publication"), seed: seedPath, packed: definition.runs(.pack) ? packedPath : nil,
-                evidence: { artifacts in Self.evidence(export, artifacts: artifacts, pipeline: pipeline) })
+                patch: patch == nil ? nil : patchPath,
+                evidence: { artifacts in Self.evidence(export, artifacts: artifacts, pipeline: pipeline) },
+                signingKey: signingKey, provenance: { run.provenance($0) })
             published = seed
             let bytes = PipelinePublication.names.reduce(Int64(0)) { $0 + FileSystem.size(of: publication.path($1)) }
             return .passed(rows: seed.rows, bytes: bytes, warnings: PipelinePublication.KeptEntries.warnings(kept))
@@ -206,7 +238,7 @@ struct PipelineDeltaRun {
         }
         return .object(JSONObject([
             JSONMember("format", .string(PublishedSeed.deltaEvidenceFormat)),
-            JSONMember("rows", PipelineJSON.integer(export.entities.reduce(0) { $0 + $1.rows })),
+            JSONMember("rows", PipelineJSON.integer(export.totalRows)),
             JSONMember("entities", .array(entities)),
             JSONMember("artifacts", .array(artifacts.map { artifact in
                 .object(JSONObject([
@@ -225,19 +257,9 @@ struct PipelineDeltaRun {
             JSONMember("inputs", inputs.json),
             JSONMember("source", .string(definition.source.kind)),
             JSONMember("steps", .array(results.map { .object(JSONObject($0.jsonMembers)) })),
-            JSONMember("rehearsal", rehearsal.map { report in
-                .object(JSONObject([
-                    JSONMember("passed", .bool(report.passed)),
-                    JSONMember("differences", PipelineJSON.integer(Int64(report.differences.count))),
-                    JSONMember("entities", .array(report.entities.map { entity in
-                        .object(JSONObject([
-                            JSONMember("entity", .string(entity.name)),
-                            JSONMember("warmed_rows", PipelineJSON.integer(entity.warmedRows)),
-                            JSONMember("full_rows", PipelineJSON.integer(entity.fullRows)),
-                        ]))
-                    })),
-                ]))
-            } ?? .null),
+            JSONMember("verification", verificationJSON),
+            JSONMember("patch", patch?.json ?? .null),
+            JSONMember("rehearsal", rehearsal?.json ?? .null),
         ]))
     }
 }

@@ -35,6 +35,16 @@ public struct PipelineReport: Sendable {
     public let seconds: Double
     /// Dry run only: what a run needs from outside, each checked (``PipelineCheck``).
     public var checks: [PipelineCheck] = []
+    /// A delta run's export, verification and rehearsal (``PipelineDeltaRun``), in the summary's shape: a delta seed
+    /// has none of the Synchro reports above, and its summary members are filled from these instead.
+    public internal(set) var delta: DeltaDetails?
+
+    /// The summary members of a delta run (docs/pipelines.md, "Delta source"); `.null` for a step that did not run.
+    public struct DeltaDetails: Sendable {
+        public let export: JSONValue
+        public let verification: JSONValue
+        public let rehearsal: JSONValue
+    }
 
     /// The failed step, when the run failed.
     public var failedStep: PipelineStepResult? {
@@ -53,11 +63,39 @@ public struct PipelineReport: Sendable {
             JSONMember("steps", .array(steps.map { .object(JSONObject($0.jsonMembers)) })),
             JSONMember("publish_directory", .string(publishDirectory)),
             JSONMember("seed", seed?.json ?? .null),
-            JSONMember("rehearsal", rehearsal?.json ?? .null),
+            JSONMember("export", export?.summaryJSON ?? delta?.export ?? .null),
+            JSONMember("verification", verification?.summaryJSON ?? delta?.verification ?? .null),
+            JSONMember("rehearsal", rehearsal?.json ?? delta?.rehearsal ?? .null),
             JSONMember("seconds", PipelineJSON.seconds(seconds)),
         ]
         if outcome == .validated { members.append(JSONMember("up_to_date", .bool(upToDate))) }
         if !checks.isEmpty { members.append(JSONMember("checks", .array(checks.map(\.json)))) }
         return .object(JSONObject(members))
+    }
+}
+
+extension SeedExportReport {
+    /// The summary's `export` of a Synchro run: `{"bytes","export_id","rows","scopes":[{"cardinality","id"}]}`.
+    var summaryJSON: JSONValue {
+        .object(JSONObject([
+            JSONMember("rows", PipelineJSON.integer(rows)), JSONMember("bytes", PipelineJSON.integer(bytes)),
+            JSONMember("export_id", .string(exportID)),
+            JSONMember("scopes", .array(scopes.map { scope in
+                .object(JSONObject([
+                    JSONMember("id", .string(scope.id)), JSONMember("cardinality", PipelineJSON.integer(scope.cardinality)),
+                ]))
+            })),
+        ]))
+    }
+}
+
+extension SeedVerificationReport {
+    /// The summary's `verification` of a Synchro run: `{"checks","findings","ok","rows"}` (findings counted; a
+    /// failed step lists them).
+    var summaryJSON: JSONValue {
+        .object(JSONObject([
+            JSONMember("checks", PipelineJSON.integer(checks)), JSONMember("rows", PipelineJSON.integer(rows)),
+            JSONMember("findings", PipelineJSON.integer(findings.count)), JSONMember("ok", .bool(ok)),
+        ]))
     }
 }

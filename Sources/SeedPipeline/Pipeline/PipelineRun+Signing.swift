@@ -3,22 +3,11 @@ import SeedArtifacts
 import SynchroProtocol
 
 extension PipelineRun {
-    /// Reads and checks the signing key, so a missing, unreadable, too-open or wrong key fails the run before the
-    /// publish step; the key stays in memory only.
+    /// Reads and checks the signing key (``PipelineSigningKey/read(_:)``); the publish step signs with it.
     mutating func runSign() -> StepOutcome {
-        guard let source = definition.signingKey else {
-            return .failed(rule: "missing_signing_key", message: "the pipeline has no sign member")
-        }
-        do {
-            switch source {
-            case .file(let path): signingKey = try SigningKeyFile.privateKey(path: path)
-            case .environment(let credential):
-                signingKey = try Ed25519PrivateKey(pem: Array(credential.value.utf8), source: credential.description)
-            }
-            return .passed(rows: nil, bytes: nil)
-        } catch {
-            return .failed(rule: error.rule, message: error.description)
-        }
+        let (key, outcome) = PipelineSigningKey.read(definition.signingKey)
+        signingKey = key
+        return outcome
     }
 
     /// The provenance of this run's publication over `subjects`: an in-toto statement with SLSA v1 provenance whose
@@ -68,5 +57,25 @@ extension PipelineRun {
         return ProvenanceStatement(
             subjects: subjects, buildType: ProvenanceStatement.pipelineBuildType, externalParameters: parameters,
             dependencies: dependencies, started: startedAt, finished: Date())
+    }
+}
+
+extension PipelineSigningKey {
+    /// The `sign` step of both run paths: reads and checks the key, so a missing, unreadable, too-open or wrong key
+    /// fails the run before the publish step; the key stays in memory only.
+    static func read(_ source: PipelineSigningKey?) -> (key: Ed25519PrivateKey?, outcome: StepOutcome) {
+        guard let source else {
+            return (nil, .failed(rule: "missing_signing_key", message: "the pipeline has no sign member"))
+        }
+        do throws(SigningError) {
+            let key = switch source {
+            case .file(let path): try SigningKeyFile.privateKey(path: path)
+            case .environment(let credential):
+                try Ed25519PrivateKey(pem: Array(credential.value.utf8), source: credential.description)
+            }
+            return (key, .passed(rows: nil, bytes: nil))
+        } catch {
+            return (nil, .failed(rule: error.rule, message: error.description))
+        }
     }
 }

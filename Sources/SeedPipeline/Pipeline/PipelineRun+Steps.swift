@@ -78,21 +78,11 @@ extension PipelineRun {
         }
     }
 
-    /// When a publication is in place, `seed.db.patch.zst`: the new seed as a patch against the published `seed.db`
-    /// (issue #20), so a device holding the previous release downloads only what changed.
+    /// When a publication is in place, `seed.db.patch.zst` against its `seed.db` (``PipelinePatch``).
     private mutating func packPatch(level: Int32) throws(PackError) {
-        let previous = publication.path(PipelinePublication.seedName)
-        guard FileSystem.exists(previous), let digest = try? FileDigest.sha256(path: previous) else { return }
-        let report = try SeedPacker.pack(
-            seedPath, to: patchPath, options: PackOptions(level: level, patchFrom: previous))
-        // Applied once here as a device would, so a patch that does not rebuild this exact seed is never published.
-        let check = path("patch-check.db")
-        defer { try? FileManager.default.removeItem(atPath: check) }
-        var unpack = UnpackOptions(requireSQLiteDatabase: true)
-        unpack.patchFrom = previous
-        unpack.expectedSHA256 = report.uncompressedSHA256
-        _ = try SeedPacker.unpack(patchPath, to: check, options: unpack)
-        patch = (report, digest.hex)
+        patch = try PipelinePatch.make(
+            seed: seedPath, previous: publication.path(PipelinePublication.seedName), to: patchPath, level: level,
+            checkPath: path("patch-check.db"))
     }
 
     /// Installs `seed.db.zst` into `device/app.db` exactly as a device does (`spec/seed-format.md` §7.1).
@@ -200,12 +190,7 @@ extension PipelineRun {
                     JSONMember("compressed_bytes", PipelineJSON.integer(report.compressedBytes)),
                 ]))
             } ?? .null),
-            JSONMember("patch", patch.map { patch in
-                .object(JSONObject([
-                    JSONMember("from_sha256", .string(patch.fromSHA256)),
-                    JSONMember("compressed_bytes", PipelineJSON.integer(patch.report.compressedBytes)),
-                ]))
-            } ?? .null),
+            JSONMember("patch", patch?.json ?? .null),
             JSONMember("rehearsal", rehearsal.map { report in
                 var members = report.json.objectValue?.members ?? []
                 members.append(JSONMember("user", definition.rehearsal.user.map(JSONValue.string) ?? .null))

@@ -19,7 +19,7 @@ struct PipelineRun {
     var verification: SeedVerificationReport?
     var pack: PackReport?
     /// The patch against the publication in place, and that publication's `seed.db` digest.
-    var patch: (report: PackReport, fromSHA256: String)?
+    var patch: PipelinePatch?
     var rehearsal: RehearsalReport?
     var published: PublishedSeed?
     /// The key the `sign` step read; the publish step signs with it.

@@ -1,4 +1,5 @@
 import Foundation
+import SeedPipeline
 import SeedSources
 import SynchroProtocol
 import SystemKit
@@ -76,26 +77,7 @@ enum DeltaCommands {
                 rule: error.rule, message: error.description, status: status, json: json, prefix: "rehearse failed: ")
         }
         if json {
-            let entities = report.entities.map { entity in
-                JSONValue.object(JSONObject([
-                    JSONMember("entity", .string(entity.name)),
-                    JSONMember("full_pages", .number(JSONNumber(Int64(entity.fullPages)))),
-                    JSONMember("full_rows", .number(JSONNumber(entity.fullRows))),
-                    JSONMember("warm_pages", .number(JSONNumber(Int64(entity.warmPages)))),
-                    JSONMember("warmed_rows", .number(JSONNumber(entity.warmedRows))),
-                ]))
-            }
-            let differences = report.differences.map { difference in
-                JSONValue.object(JSONObject([
-                    JSONMember("entity", .string(difference.entity)), JSONMember("key", .string(difference.key)),
-                    JSONMember("kind", .string(difference.kind.rawValue)),
-                ]))
-            }
-            output(JSONObject([
-                JSONMember("differences", .array(differences)), JSONMember("entities", .array(entities)),
-                JSONMember("kind", .string("delta")), JSONMember("passed", .bool(report.passed)),
-                JSONMember("seed", .string(seed)),
-            ]))
+            output(JSONObject((report.json.objectValue?.members ?? []) + [JSONMember("seed", .string(seed))]))
         } else {
             for entity in report.entities {
                 console.info("  \(entity.name): warmed from the seed's checkpoint in \(entity.warmPages) page(s) to "
