@@ -34,23 +34,8 @@ extension PipelineDeltaRun {
                 })),
             ]))
         } ?? .null
-        let parameters = JSONValue.object(JSONObject([
-            JSONMember("pipeline", .object(JSONObject([
-                JSONMember("name", .string(definition.name)),
-                JSONMember("file", definition.file.map { .string($0.name) } ?? .null),
-                JSONMember("fingerprint", .string(inputs.fingerprint)),
-            ]))),
-            JSONMember("inputs", inputs.json),
-            JSONMember("source", .object(JSONObject([
-                JSONMember("kind", .string(definition.source.kind)), JSONMember("state", state),
-            ]))),
-            JSONMember("export", exportIdentity),
-            JSONMember("levels", .object(JSONObject([
-                JSONMember("pack", definition.runs(.pack) ? PipelineJSON.integer(Int64(definition.packLevel)) : .null),
-            ]))),
-        ]))
-        return ProvenanceStatement(
-            subjects: subjects, buildType: ProvenanceStatement.pipelineBuildType, externalParameters: parameters,
-            dependencies: dependencies, started: startedAt, finished: Date())
+        return ProvenanceStatement.pipeline(
+            definition, inputs: inputs, sourceState: state, export: exportIdentity, dependencies: dependencies,
+            subjects: subjects, started: startedAt)
     }
 }

@@ -35,28 +35,39 @@ extension PipelineRun {
                 JSONMember("scopes", .array(report.scopes.map { .string($0.id) })),
             ]))
         } ?? .null
+        let state = source.exportManifest.map { PipelineSourceState(export: $0, scopes: definition.scopes).json }
+        return ProvenanceStatement.pipeline(
+            definition, inputs: probe.inputs, sourceState: state ?? .null, export: exportIdentity,
+            dependencies: dependencies, subjects: subjects, started: startedAt)
+    }
+}
+
+extension ProvenanceStatement {
+    /// The statement of a pipeline publication, either run path: `externalParameters` names the pipeline (name,
+    /// file, input fingerprint), its resolved inputs, the source kind and `sourceState`, the `export` identity and
+    /// the pack level; `dependencies` are the input files read by digest.
+    static func pipeline(
+        _ definition: PipelineDefinition, inputs: PipelineInputs, sourceState: JSONValue, export: JSONValue,
+        dependencies: [Subject], subjects: [Subject], started: Date
+    ) -> ProvenanceStatement {
         let parameters = JSONValue.object(JSONObject([
             JSONMember("pipeline", .object(JSONObject([
                 JSONMember("name", .string(definition.name)),
                 JSONMember("file", definition.file.map { .string($0.name) } ?? .null),
-                JSONMember("fingerprint", .string(probe.inputs.fingerprint)),
+                JSONMember("fingerprint", .string(inputs.fingerprint)),
             ]))),
-            JSONMember("inputs", probe.inputs.json),
+            JSONMember("inputs", inputs.json),
             JSONMember("source", .object(JSONObject([
-                JSONMember("kind", .string(definition.source.kind)),
-                JSONMember(
-                    "state",
-                    source.exportManifest.map { PipelineSourceState(export: $0, scopes: definition.scopes).json }
-                        ?? .null),
+                JSONMember("kind", .string(definition.source.kind)), JSONMember("state", sourceState),
             ]))),
-            JSONMember("export", exportIdentity),
+            JSONMember("export", export),
             JSONMember("levels", .object(JSONObject([
                 JSONMember("pack", definition.runs(.pack) ? PipelineJSON.integer(Int64(definition.packLevel)) : .null),
             ]))),
         ]))
         return ProvenanceStatement(
-            subjects: subjects, buildType: ProvenanceStatement.pipelineBuildType, externalParameters: parameters,
-            dependencies: dependencies, started: startedAt, finished: Date())
+            subjects: subjects, buildType: pipelineBuildType, externalParameters: parameters,
+            dependencies: dependencies, started: started, finished: Date())
     }
 }
 
