@@ -256,6 +256,11 @@ import _SeedkitTestSupport
         let summary = try #require(report.summaryJSON.objectValue)
         #expect(summary["outcome"]?.stringValue == "published")
         #expect(summary["steps"]?.arrayValue?.count == PipelineStep.allCases.count)
+        // The export and verification reports are in the summary, not only in the evidence.
+        let export = try #require(summary["export"]?.objectValue)
+        #expect(export["rows"]?.numberValue?.exactInt64 == report.export?.rows && export["export_id"] != nil)
+        let verification = try #require(summary["verification"]?.objectValue)
+        #expect(verification["ok"]?.boolValue == true && verification["checks"]?.numberValue?.exactInt64 ?? 0 > 0)
         let evidence = String(decoding: try #require(FileManager.default.contents(
             atPath: publishDirectory + "/evidence.json")), as: UTF8.self)
         #expect(!evidence.contains("Bearer") && !evidence.contains("receipt"))
