@@ -19,10 +19,11 @@ final class DeltaPagePrefetch: Sendable {
 
     private let slot = Mutex<Item?>(nil)
     private let cancelled = Atomic<Bool>(false)
+    // All three start at zero (libdispatch traps when a semaphore is released below its initial value).
     /// Signalled when the slot holds the next item.
     private let filled = DispatchSemaphore(value: 0)
-    /// Signalled when the writer took the item: the fetcher may request the next page.
-    private let freed = DispatchSemaphore(value: 1)
+    /// Signalled when the writer took the item (and once at the start): the fetcher may request the next page.
+    private let freed = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
 
     /// Starts fetching at `start`: `fetch` gets and reads the page at a cursor; `following` gives the cursor of the
@@ -45,6 +46,7 @@ final class DeltaPagePrefetch: Sendable {
             }
             finished.signal()
         }
+        freed.signal()
         thread.start()
     }
 
