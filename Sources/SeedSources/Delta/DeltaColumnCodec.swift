@@ -71,6 +71,60 @@ enum DeltaColumnCodec {
         }
     }
 
+    /// Appends the RFC 8785 text of the JSON value the stored value at `index` of `row` stands for: exactly
+    /// `CanonicalJSON.encode(jsonValue(row.value(at: index), column:))`, without building the value or a `String`
+    /// for the common classes (the digest reads every value of a seed, twice per export). False, with `out` as it
+    /// was, when the stored value does not fit the column; text that is not UTF-8 throws as `Statement.text(at:)`.
+    static func appendCanonical(
+        _ row: Statement, at index: Int, column: DeltaSourceDefinition.Column, to out: inout [UInt8]
+    ) throws -> Bool {
+        switch (column.type, row.storageClass(at: index)) {
+        case (_, .null):
+            guard column.nullable else { return false }
+            out.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])  // null
+            return true
+        case (.int, .integer), (.int64, .integer):
+            let int = row.int64(at: index)
+            // Up to 15 digits an integer is exact in binary64 and prints as itself (CanonicalJSON's rule); beyond,
+            // the ECMAScript layout of its nearest double.
+            guard int.magnitude < 1_000_000_000_000_000 else {
+                try CanonicalJSON.appendNumber(JSONNumber(int), to: &out)
+                return true
+            }
+            appendDecimal(int, to: &out)
+            return true
+        case (.boolean, .integer):
+            switch row.int64(at: index) {
+            case 0: out.append(contentsOf: [0x66, 0x61, 0x6C, 0x73, 0x65])  // false
+            case 1: out.append(contentsOf: [0x74, 0x72, 0x75, 0x65])  // true
+            default: return false
+            }
+            return true
+        case (.string, .text), (.bytes, .text), (.decimal, .text), (.datetime, .text), (.date, .text), (.time, .text):
+            let appended = try row.withTextBytes(at: index) { bytes throws(CanonicalJSON.Failure) in
+                try CanonicalJSON.appendString(utf8: bytes, to: &out)
+            }
+            if !appended { _ = try row.text(at: index) }  // not UTF-8: the accessor's own refusal
+            return appended
+        default:
+            guard let value = jsonValue(try row.value(at: index), column: column) else { return false }
+            try CanonicalJSON.encode(value, into: &out)
+            return true
+        }
+    }
+
+    /// The decimal digits of `int`, as `String(int)` spells them.
+    private static func appendDecimal(_ int: Int64, to out: inout [UInt8]) {
+        if int < 0 { out.append(0x2D) }
+        var magnitude = int.magnitude
+        let start = out.count
+        repeat {
+            out.append(0x30 + UInt8(magnitude % 10))
+            magnitude /= 10
+        } while magnitude > 0
+        out[start...].reverse()
+    }
+
     /// The declared SQL type of a column (its affinity matches the storage class above).
     static func sqlType(_ type: PortableType) -> String {
         switch type {

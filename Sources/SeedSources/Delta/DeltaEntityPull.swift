@@ -32,17 +32,23 @@ struct DeltaEntityPull {
         case .list(let base, let template, let cursorField, let deletedField, let size, _, let initial):
             var outcome = start ?? Outcome(cursor: initial)
             if start == nil { try write(cursor: initial, serverTime: nil, outcome: outcome, changes: [], page: 0) }
+            let (fetcher, headers, key) = (fetcher, entity.headers, entity.primaryKey)
+            let prefetch = DeltaPagePrefetch(
+                from: outcome.cursor,
+                fetch: { since in
+                    let query = template.render(since: since, limit: size, cursorField: cursorField)
+                    return Self.read { () throws(DeltaSourceError) in
+                        try fetcher.get(path: base, query: query, extraHeaders: headers)
+                    } page: { json throws(DeltaPage.Rule) in
+                        try DeltaPage(
+                            listPage: json, since: since, pageSize: size, key: key, cursorField: cursorField,
+                            deletedField: deletedField)
+                    }
+                },
+                following: { page, _ in page.hasMore ? page.cursor : nil })
+            defer { prefetch.stop() }
             while true {
-                let query = template.render(since: outcome.cursor, limit: size, cursorField: cursorField)
-                let json = try fetcher.get(path: base, query: query, extraHeaders: entity.headers)
-                let page: DeltaPage
-                do {
-                    page = try DeltaPage(
-                        listPage: json, since: outcome.cursor, pageSize: size, key: entity.primaryKey,
-                        cursorField: cursorField, deletedField: deletedField)
-                } catch {
-                    throw .page(entity: entity.name, page: outcome.pages + 1, rule: error.name)
-                }
+                let page = try take(prefetch, page: outcome.pages + 1)
                 outcome.pages += 1
                 outcome.cursor = page.cursor
                 try write(
@@ -54,11 +60,36 @@ struct DeltaEntityPull {
         }
     }
 
+    /// The page `get` answered, read by `page`; a failure of either as the prefetch hands it over.
+    private static func read(
+        _ get: () throws(DeltaSourceError) -> JSONValue, page: (JSONValue) throws(DeltaPage.Rule) -> DeltaPage
+    ) -> DeltaPagePrefetch.Item {
+        do throws(DeltaSourceError) {
+            let json = try get()
+            do throws(DeltaPage.Rule) {
+                return .success(try page(json))
+            } catch {
+                return .failure(.rule(error.name))
+            }
+        } catch {
+            return .failure(.source(error))
+        }
+    }
+
+    /// The next page from `prefetch`; a broken rule becomes the typed error naming this entity type and `page`.
+    private func take(_ prefetch: DeltaPagePrefetch, page: Int) throws(DeltaSourceError) -> DeltaPage {
+        switch prefetch.next() {
+        case .success(let fetched): return fetched
+        case .failure(.source(let error)): throw error
+        case .failure(.rule(let rule)): throw .page(entity: entity.name, page: page, rule: rule)
+        }
+    }
+
     private func pullChanges(
         path: String, limit: Int, maxResets: Int, start: Outcome?, events: (DeltaExportEvent) -> Void
     ) throws(DeltaSourceError) -> Outcome {
         var outcome = start ?? Outcome(cursor: "0")
-        var since: Int64 = 0
+        var since: Int64 = 0  // where the first request starts
         if let start {
             guard let cursor = Int64(start.cursor), cursor >= 0 else {
                 throw .page(entity: entity.name, page: 0, rule: "checkpoint_not_a_revision")
@@ -68,14 +99,23 @@ struct DeltaEntityPull {
             try write(cursor: "0", serverTime: nil, outcome: outcome, changes: [], page: 0)
         }
         var pagesThisPass = 0
+        let (fetcher, headers, key) = (fetcher, entity.headers, entity.primaryKey)
+        let prefetch = DeltaPagePrefetch(
+            from: since,
+            fetch: { since in
+                Self.read { () throws(DeltaSourceError) in
+                    try fetcher.get(path: path, query: "since=\(since)&limit=\(limit)", extraHeaders: headers)
+                } page: { json throws(DeltaPage.Rule) in
+                    try DeltaPage(changesPage: json, since: since, limit: limit, key: key)
+                }
+            },
+            // After a reset the pull starts again from zero; otherwise from the page's cursor.
+            following: { page, since in
+                page.reset ? 0 : page.hasMore ? (Int64(page.cursor) ?? since) : nil
+            })
+        defer { prefetch.stop() }
         while true {
-            let json = try fetcher.get(path: path, query: "since=\(since)&limit=\(limit)", extraHeaders: entity.headers)
-            let page: DeltaPage
-            do {
-                page = try DeltaPage(changesPage: json, since: since, limit: limit, key: entity.primaryKey)
-            } catch {
-                throw .page(entity: entity.name, page: pagesThisPass + 1, rule: error.name)
-            }
+            let page = try take(prefetch, page: pagesThisPass + 1)
             outcome.pages += 1
             pagesThisPass += 1
             if page.reset {
@@ -85,7 +125,6 @@ struct DeltaEntityPull {
                 outcome.resets += 1
                 outcome.cursor = "0"
                 outcome.serverTime = page.serverTime
-                since = 0
                 pagesThisPass = 0
                 try write(cursor: "0", serverTime: page.serverTime, outcome: outcome, changes: [], page: 0, wipe: true)
                 events(.reset(entity: entity.name))
@@ -93,7 +132,6 @@ struct DeltaEntityPull {
             }
             outcome.cursor = page.cursor
             outcome.serverTime = page.serverTime ?? outcome.serverTime
-            since = Int64(page.cursor) ?? since
             try write(
                 cursor: page.cursor, serverTime: outcome.serverTime, outcome: outcome, changes: page.changes,
                 page: pagesThisPass)
@@ -139,6 +177,9 @@ struct DeltaEntityPull {
         let upsert = "INSERT OR REPLACE INTO \(table) (\(names.joined(separator: ", "))) VALUES ("
             + Array(repeating: "?", count: names.count).joined(separator: ", ") + ")"
         let delete = "DELETE FROM \(table) WHERE \(SQLiteIdentifier.quote(key.name)) = ?"
+        // Looked up once per page, not per row (the cache hashes the whole statement text).
+        var upsertStatement: Statement?
+        var deleteStatement: Statement?
         for change in changes {
             switch change {
             case .upsert(let row):
@@ -157,7 +198,10 @@ struct DeltaEntityPull {
                         throw .page(entity: entity.name, page: page, rule: rule)
                     }
                 }
-                try storage { () throws(SQLiteError) in try connection.cachedStatement(upsert).run(values) }
+                try storage { () throws(SQLiteError) in
+                    if upsertStatement == nil { upsertStatement = try connection.cachedStatement(upsert) }
+                    try upsertStatement?.run(values)
+                }
             case .delete(let id):
                 let value: SQLiteValue
                 do {
@@ -165,7 +209,10 @@ struct DeltaEntityPull {
                 } catch {
                     throw .page(entity: entity.name, page: page, rule: "type_mismatch:\(key.name)")
                 }
-                try storage { () throws(SQLiteError) in try connection.cachedStatement(delete).run([value]) }
+                try storage { () throws(SQLiteError) in
+                    if deleteStatement == nil { deleteStatement = try connection.cachedStatement(delete) }
+                    try deleteStatement?.run([value])
+                }
             }
         }
     }

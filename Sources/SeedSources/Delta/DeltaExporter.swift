@@ -106,7 +106,12 @@ public enum DeltaExporter {
         let connection: Connection
         do {
             connection = try Connection(path: path)
-            _ = try connection.setJournalMode(.delete)
+            // The file is a scratch copy until its publication: a kill or a failure discards it (nothing is resumed
+            // from it), and the exporter syncs it once before publishing. So a page's transaction needs its
+            // atomicity (the rollback of a bad page, kept in memory) but not its own trips to the disk
+            // (docs/decisions.md, "A delta export's scratch seed is synced once"). Neither mode is stored in the file.
+            _ = try connection.setJournalMode(.memory)
+            try connection.setSynchronous(.off)
             try DeltaSeedLayout.create(connection, definition: definition)
         } catch {
             throw .output(.storage("\(error)"))

@@ -3,8 +3,8 @@ import SynchroProtocol
 /// One page of one entity type, read from either shape into what the writer applies: upserted rows and deleted
 /// keys in order, the cursor to store after it, and whether another page follows. Every protocol rule of the page
 /// itself is checked here (docs/delta-sources.md, "Errors"); the values are checked by the writer.
-struct DeltaPage {
-    enum Change {
+struct DeltaPage: Sendable {
+    enum Change: Sendable {
         case upsert(JSONObject)
         case delete(JSONValue)
     }

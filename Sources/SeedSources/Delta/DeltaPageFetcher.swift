@@ -6,7 +6,7 @@ import SynchroProtocol
 /// every request, `429`/`503` retried after their `Retry-After` (bounded), and every failure a
 /// ``DeltaSourceError/http(url:kind:detail:)`` naming the base URL and path — never the query, which carries the
 /// cursor, nor a header value.
-struct DeltaPageFetcher {
+struct DeltaPageFetcher: Sendable {
     let transport: any HTTPTransport
     let baseURL: String
     let bearer: String?

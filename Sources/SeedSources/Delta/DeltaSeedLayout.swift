@@ -101,17 +101,16 @@ enum DeltaSeedLayout {
         var fits = true
         do {
             try statement.forEachRow { row in
-                var values: [JSONValue] = []
-                values.reserveCapacity(columns.count)
+                line.removeAll(keepingCapacity: true)
+                line.append(0x5B)  // [
                 for (index, column) in columns.enumerated() {
-                    guard let value = DeltaColumnCodec.jsonValue(try row.value(at: index), column: column) else {
+                    if index > 0 { line.append(0x2C) }  // ,
+                    guard try DeltaColumnCodec.appendCanonical(row, at: index, column: column, to: &line) else {
                         fits = false
                         return
                     }
-                    values.append(value)
                 }
-                line.removeAll(keepingCapacity: true)
-                try CanonicalJSON.encode(.array(values), into: &line)
+                line.append(0x5D)  // ]
                 line.append(0x0A)
                 hash.update(line)
                 rows += 1

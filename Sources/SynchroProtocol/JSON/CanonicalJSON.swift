@@ -117,6 +117,23 @@ public enum CanonicalJSON {
         out.append(UInt8(ascii: "\""))
     }
 
+    /// As ``appendString(_:to:)`` for text given as its UTF-8 octets (a stored SQLite text read in place, with no
+    /// `String` made of it): the same octets out. Returns false, leaving `out` as it was, when `bytes` is not valid
+    /// UTF-8, so the caller decides what invalid text means.
+    public static func appendString(
+        utf8 bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]
+    ) throws(Failure) -> Bool {
+        guard UTF8Validation.firstInvalidOffset(bytes) == nil else { return false }
+        let originalCount = out.count
+        out.append(UInt8(ascii: "\""))
+        guard appendEscaped(bytes, to: &out) else {
+            out.removeSubrange(originalCount...)
+            throw .noncharacter
+        }
+        out.append(UInt8(ascii: "\""))
+        return true
+    }
+
     /// False when the text holds a noncharacter.
     private static func appendEscaped(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) -> Bool {
         var i = 0

@@ -15,27 +15,58 @@ enum DeltaPages {
             return .jsonError(status: 400, code: "invalid_request", message: "since and limit", retryable: false)
         }
         let limit = min(requested, 2000)
-        let (rows, horizon) = try store.storedRows(entity: entity, since: since, limit: limit + 1)
+        // Each change as RFC 8785 text, built as octets straight from the stored ones with the stored (canonical)
+        // entity spliced in unparsed: members in code-point order `entity`/`id`, `op`, `rev`. `spans` delimits the
+        // changes in `text`, so the rev faults can repeat or reorder whole changes.
+        let (stored, horizon) = try store.storedRows(entity: entity, since: since, limit: limit + 1)
+        let more = stored.rows.count > limit
+        let page = stored.rows.prefix(limit)
+        var text: [UInt8] = []
+        text.reserveCapacity(stored.octets.count + page.count * 48)
+        var spans: [Range<Int>] = []
+        spans.reserveCapacity(page.count)
+        try stored.octets.withUnsafeBufferPointer { octets in
+            for row in page {
+                let start = text.count
+                if row.deleted {
+                    text.append(contentsOf: #"{"id":"#.utf8)
+                    let id = UnsafeBufferPointer(rebasing: octets[row.id])
+                    guard try CanonicalJSON.appendString(utf8: id, to: &text) else { throw DeltaPageFailure() }
+                    text.append(contentsOf: #","op":"delete","rev":"#.utf8)
+                } else {
+                    text.append(contentsOf: #"{"entity":"#.utf8)
+                    text.append(contentsOf: octets[row.data])
+                    text.append(contentsOf: #","op":"upsert","rev":"#.utf8)
+                }
+                text.append(contentsOf: String(row.rev).utf8)
+                text.append(UInt8(ascii: "}"))
+                spans.append(start..<text.count)
+            }
+        }
+        let last = page.last?.rev ?? since
         if fault == .reset || (since > 0 && since < horizon) {
             return json(.object(JSONObject([
                 JSONMember("changes", .array([])), JSONMember("reset", .bool(true)),
                 JSONMember("server_time", .string(serverTime())),
             ])))
         }
-        let page = rows.prefix(limit)
-        // Each change as RFC 8785 text with the stored (canonical) entity spliced in unparsed: members in code-point
-        // order `entity`/`id`, `op`, `rev`.
-        var changes: [String] = page.map { row in
-            row.deleted
-                ? "{\"id\":\((try? CanonicalJSON.string(.string(row.id))) ?? "\"\""),\"op\":\"delete\",\"rev\":\(row.rev)}"
-                : "{\"entity\":\(row.data),\"op\":\"upsert\",\"rev\":\(row.rev)}"
+        if fault == .repeatedRev, spans.count > 1 { spans[1] = spans[0] }
+        if fault == .descendingRev { spans.reverse() }
+        var body: [UInt8] = []
+        body.reserveCapacity(text.count + spans.count + 128)
+        body.append(contentsOf: #"{"changes":["#.utf8)
+        for (index, span) in spans.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            body.append(contentsOf: text[span])
         }
-        if fault == .repeatedRev, changes.count > 1 { changes[1] = changes[0] }
-        if fault == .descendingRev { changes.reverse() }
-        var body = "{\"changes\":[" + changes.joined(separator: ",") + "],\"has_more\":"
-        body += (rows.count > limit ? "true" : "false") + ",\"next_cursor\":\"\(page.last?.rev ?? since)\","
-        body += "\"server_time\":\"\(serverTime())\"}"
-        return .json(body: Array(body.utf8))
+        body.append(contentsOf: #"],"has_more":"#.utf8)
+        body.append(contentsOf: (more ? "true" : "false").utf8)
+        body.append(contentsOf: #","next_cursor":""#.utf8)
+        body.append(contentsOf: String(last).utf8)
+        body.append(contentsOf: #"","server_time":""#.utf8)
+        body.append(contentsOf: serverTime().utf8)
+        body.append(contentsOf: #""}"#.utf8)
+        return .json(body: body)
     }
 
     /// `GET /v1/list/{entity}?updatedAfter=T&limit=N`, or OData's `$filter=updatedAt gt T&$top=N` (seed 004): a
@@ -73,6 +104,9 @@ enum DeltaPages {
         return formatter.string(from: Date())
     }
 }
+
+/// A stored id that is not UTF-8 (the store never writes one): the page is answered 500.
+struct DeltaPageFailure: Error {}
 
 /// The list shape's timestamps: revision `r` is `2026-01-01T00:00:00.000Z` plus `r` milliseconds, so timestamps are
 /// as monotonic as revisions and compare as text.

@@ -94,25 +94,43 @@ public final class DeltaStore: Sendable {
         }
     }
 
-    /// As ``rows(entity:since:limit:)`` with each row's data as its stored RFC 8785 text, unparsed: the pull page
-    /// splices it in as it is (the store only ever holds canonical JSON objects).
-    public func storedRows(
-        entity: String, since: Int64, limit: Int
-    ) throws -> (rows: [(id: String, rev: Int64, deleted: Bool, data: String)], horizon: Int64) {
+    /// Rows as a pull page splices them: each row's id and data as their stored octets, back to back in one buffer
+    /// (no `String` per value), the data being the stored RFC 8785 text, spliced in unparsed (the store only ever
+    /// holds canonical JSON objects).
+    public struct StoredRows: Sendable {
+        public struct Row: Sendable {
+            public let rev: Int64
+            public let deleted: Bool
+            /// Where the id and the data are in ``octets``.
+            public let id: Range<Int>
+            public let data: Range<Int>
+        }
+
+        public var octets: [UInt8] = []
+        public var rows: [Row] = []
+    }
+
+    /// As ``rows(entity:since:limit:)``, as ``StoredRows``; and the vacuum horizon.
+    public func storedRows(entity: String, since: Int64, limit: Int) throws -> (rows: StoredRows, horizon: Int64) {
         try connection.withLock { connection in
             let horizon = try connection.scalar(
                 "SELECT horizon FROM delta_entities WHERE entity = ?", [.text(entity)])?.integerValue ?? 0
             let statement = try connection.cachedStatement(
                 "SELECT id, rev, deleted, data FROM delta_rows WHERE entity = ? AND rev > ? ORDER BY rev LIMIT ?")
-            var rows: [(id: String, rev: Int64, deleted: Bool, data: String)] = []
-            rows.reserveCapacity(limit)
+            var stored = StoredRows()
+            stored.rows.reserveCapacity(limit)
             try statement.bind([.text(entity), .integer(since), .integer(Int64(limit))])
             defer { statement.reset() }
             while try statement.step() {
-                rows.append((try statement.text(at: 0), statement.int64(at: 1), statement.int64(at: 2) != 0,
-                             try statement.text(at: 3)))
+                let idStart = stored.octets.count
+                statement.withTextBytes(at: 0) { stored.octets.append(contentsOf: $0) }
+                let dataStart = stored.octets.count
+                statement.withTextBytes(at: 3) { stored.octets.append(contentsOf: $0) }
+                stored.rows.append(.init(
+                    rev: statement.int64(at: 1), deleted: statement.int64(at: 2) != 0, id: idStart..<dataStart,
+                    data: dataStart..<stored.octets.count))
             }
-            return (rows, horizon)
+            return (stored, horizon)
         }
     }
 
