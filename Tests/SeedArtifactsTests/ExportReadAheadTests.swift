@@ -25,26 +25,22 @@ import SeedSources
     }
 
     /// A record that breaks a rule is reported at its own row ordinal, after the rows before it on its page, even
-    /// though its page was checked on another thread; the page read ahead is never written and nothing is published.
-    @Test func aBadRecordIsReportedAtItsRowAndNothingIsPublished() throws {
+    /// though its page was checked on another thread (in halves from 64 records: a bad record in either half, or
+    /// one in each); the page read ahead is never written and nothing is published.
+    @Test(arguments: [(50, [2]), (100, [3]), (100, [70]), (100, [60, 40])] as [(Int64, [Int])])
+    func aBadRecordIsReportedAtItsRowAndNothingIsPublished(pageLimit: Int64, bad: [Int]) throws {
         let requested = Mutex<[Int64]>([])
         var rewriting = RewritingSource(base: try source)
         rewriting.page = { request, bytes throws(SeedExportError) in
             requested.withLock { $0.append(request.expectedRowOrdinal) }
-            guard request.expectedRowOrdinal == 50 else { return bytes }
-            // The third record's row value (the page lists records in order, each with one product title at most).
-            var text = String(decoding: bytes, as: UTF8.self)
-            var from = text.startIndex
-            for _ in 0..<3 {
-                guard let range = text.range(of: "\"row_checksum\":", range: from..<text.endIndex) else { return bytes }
-                from = range.upperBound
-            }
-            guard let version = text.range(of: "\"server_version\":\"", range: from..<text.endIndex) else { return bytes }
-            text.insert("X", at: version.upperBound)
-            return Array(text.utf8)
+            guard request.expectedRowOrdinal == pageLimit else { return bytes }
+            var rewritten = bytes
+            for index in bad { rewritten = Self.changingVersion(ofRecord: index, in: rewritten) }
+            return rewritten
         }
         let error = #expect(throws: SeedExportError.self) {
-            try SeedExporter.export(from: rewriting, to: directory.path("seed.db"), options: .init(pageLimit: 50))
+            try SeedExporter.export(
+                from: rewriting, to: directory.path("seed.db"), options: .init(pageLimit: pageLimit))
         }
         guard case .record(let scope, let ordinal, _, let rule)? = error else {
             Issue.record("expected a record failure, got \(String(describing: error))")
@@ -52,11 +48,24 @@ import SeedSources
         }
         #expect(scope == "catalog")
         #expect(rule == "row_digest_mismatch")
-        #expect(ordinal == 52)
+        #expect(ordinal == pageLimit + Int64(bad.min() ?? 0))
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).isEmpty)
-        // Page 0, then page 50 (read ahead while page 0 was written), then page 100 read ahead while page 50's rows
-        // before the bad one were written; nothing after the failure.
-        #expect(requested.withLock { $0 } == [0, 50, 100])
+        // The first page, then the bad one (read ahead while the first was written), then the one after it, read
+        // ahead while the bad page's rows before the bad record were written; nothing after the failure.
+        #expect(requested.withLock { $0 } == [0, pageLimit, 2 * pageLimit])
+    }
+
+    /// The page with the server version of its record `index` (0-based) changed, which changes the row's digest.
+    static func changingVersion(ofRecord index: Int, in bytes: [UInt8]) -> [UInt8] {
+        var text = String(decoding: bytes, as: UTF8.self)
+        var from = text.startIndex
+        for _ in 0...index {
+            guard let range = text.range(of: "\"row_checksum\":", range: from..<text.endIndex) else { return bytes }
+            from = range.upperBound
+        }
+        guard let version = text.range(of: "\"server_version\":\"", range: from..<text.endIndex) else { return bytes }
+        text.insert("X", at: version.upperBound)
+        return Array(text.utf8)
     }
 
     /// The named indexes are built after the rows inside the one transaction: the committed seed has each with its
