@@ -1,18 +1,19 @@
-import Dispatch
 import SynchroProtocol
 
 /// Pages through one portable scope and checks every page while it streams (`spec/seed-format.md` §5 step 12,
 /// `spec/integrity.md` §7.4 items 3–7): page shape and scope, token bindings (export, schema, scope,
 /// generations, boundary, next ordinal, page limit), records, strictly increasing row identity across the
-/// scope, fresh page tokens, and at the end cardinality and the recomputed scope digest. Memory is one page.
+/// scope, fresh page tokens, and at the end cardinality and the recomputed scope digest. Memory is two pages: the
+/// one being written and the one read ahead.
 struct ScopeExport {
     let export: SeedExportManifest
     let scope: SeedExportManifest.Scope
     let schemaHashOctets: [UInt8]
 
-    /// Streams the scope into `writer`; returns the number of rows written.
+    /// Streams the scope into `writer`; returns the number of rows written. Each next page is read and its records
+    /// checked ahead (``PageReadAhead``) while this one is written.
     func run(
-        source: any SeedExportSource, checker: inout SeedRecordChecker, writer: SeedDatabaseWriter,
+        source: any SeedExportSource, checker: SeedRecordChecker, writer: SeedDatabaseWriter,
         progress: (Int64) -> Void
     ) throws(SeedExportError) -> Int64 {
         try checkReceipt()
@@ -27,14 +28,18 @@ struct ScopeExport {
         var seenTokens: Set<String> = [scope.pageToken]
         var previous: RowIdentity?
         try checkPageToken(scope.pageToken, ordinal: 0)
-        var pending = PageFetch(source: source, request: request(token: scope.pageToken, ordinal: 0))
-        while true {
-            let page = try parse(try pending.wait(), ordinal: ordinal)
-            if page.records.count > export.pageLimit || (page.hasMore && page.records.count != export.pageLimit) {
+        let slot = CheckerSlot(checker)
+        var pending: PageReadAhead? = PageReadAhead(
+            source: source, request: request(token: scope.pageToken, ordinal: 0), checker: slot)
+        // A failure while a page is read ahead waits for that read: no request of this export outlives it.
+        defer { _ = try? pending?.wait() }
+        while let reading = pending {
+            pending = nil
+            let page = try reading.wait()
+            if page.count > export.pageLimit || (page.hasMore && page.count != export.pageLimit) {
                 throw .page(scope: scope.id, ordinal: ordinal, rule: "page_size")
             }
-            // The next page is fetched while this one is checked and written: the server's work and ours overlap.
-            let nextOrdinal = ordinal + Int64(page.records.count)
+            let nextOrdinal = ordinal + Int64(page.count)
             if page.hasMore {
                 guard let next = page.nextToken, !next.isEmpty else {
                     throw .page(scope: scope.id, ordinal: nextOrdinal, rule: "missing_next_token")
@@ -43,17 +48,12 @@ struct ScopeExport {
                     throw .page(scope: scope.id, ordinal: nextOrdinal, rule: "repeated_page_token")
                 }
                 try checkPageToken(next, ordinal: nextOrdinal)
-                pending = PageFetch(source: source, request: request(token: next, ordinal: nextOrdinal))
+                pending = PageReadAhead(
+                    source: source, request: request(token: next, ordinal: nextOrdinal), checker: slot)
             } else if page.nextToken != nil {
                 throw .page(scope: scope.id, ordinal: nextOrdinal, rule: "token_on_last_page")
             }
-            for record in page.records {
-                let verified: VerifiedSeedRecord
-                switch checker.verify(record) {
-                case .success(let value): verified = value
-                case .failure(let failure):
-                    throw .record(scope: scope.id, ordinal: ordinal, table: failure.table, rule: failure.rule)
-                }
+            for verified in page.records {
                 if let previous, !(previous < verified.identity) {
                     throw .record(scope: scope.id, ordinal: ordinal, table: nil, rule: "row_identity_not_increasing")
                 }
@@ -66,8 +66,10 @@ struct ScopeExport {
                 try writer.write(record: verified, scope: scope.id)
                 ordinal += 1
             }
-            progress(Int64(page.records.count))
-            if !page.hasMore { break }
+            if let (_, failure) = page.failure {
+                throw .record(scope: scope.id, ordinal: ordinal, table: failure.table, rule: failure.rule)
+            }
+            progress(Int64(page.count))
         }
         guard ordinal == scope.cardinality else {
             throw .cardinality(scope: scope.id, expected: scope.cardinality, observed: ordinal)
@@ -86,33 +88,6 @@ struct ScopeExport {
         SeedPageRequest(
             scopeID: scope.id, pageToken: token, receipt: scope.continuation, expectedRowOrdinal: ordinal,
             limit: export.pageLimit)
-    }
-
-    private struct Page {
-        let records: [JSONValue]
-        let nextToken: String?
-        let hasMore: Bool
-    }
-
-    private func parse(_ bytes: [UInt8], ordinal: Int64) throws(SeedExportError) -> Page {
-        let json: JSONValue
-        do {
-            json = try StrictJSONParser().parse(bytes)
-        } catch {
-            throw .malformedJSON(route: "scope page", rule: error.rule.rawValue, offset: error.offset)
-        }
-        guard case .object(let object) = json, object.count == 4, case .string(let pageScope)? = object["scope"],
-              case .array(let records)? = object["records"], case .bool(let hasMore)? = object["has_more"],
-              let tokenValue = object["page_token"]
-        else { throw .page(scope: scope.id, ordinal: ordinal, rule: "page_shape") }
-        guard pageScope.exactlyEquals(scope.id) else {
-            throw .page(scope: scope.id, ordinal: ordinal, rule: "page_scope_mismatch")
-        }
-        switch tokenValue {
-        case .null: return Page(records: records, nextToken: nil, hasMore: hasMore)
-        case .string(let next): return Page(records: records, nextToken: next, hasMore: hasMore)
-        default: throw .page(scope: scope.id, ordinal: ordinal, rule: "page_shape")
-        }
     }
 
     /// The page token's payload names this export, scope, snapshot and position (the MAC stays the server's).
@@ -155,20 +130,5 @@ struct ScopeExport {
               payload.cardinality == UInt64(scope.cardinality),
               payload.checksumDigest.exactlyEquals(scope.checksum.hex)
         else { throw .token(scope: scope.id, rule: "receipt_binding") }
-    }
-}
-
-/// One page request running on its own thread; `wait()` returns its outcome.
-private final class PageFetch: Sendable {
-    private let outcome = Eventual<Result<[UInt8], SeedExportError>>()
-
-    init(source: any SeedExportSource, request: SeedPageRequest) {
-        DispatchQueue.global().async { [outcome] in
-            outcome.provide(Result { () throws(SeedExportError) in try source.scopePage(request) })
-        }
-    }
-
-    func wait() throws(SeedExportError) -> [UInt8] {
-        try outcome.wait().get()
     }
 }

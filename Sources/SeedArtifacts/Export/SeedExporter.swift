@@ -147,13 +147,13 @@ public enum SeedExporter {
             throw SeedExportError(error, output: seed.destination)
         }
         let writer = try SeedDatabaseWriter(path: path, manifest: manifest)
-        var checker = SeedRecordChecker(manifest: manifest)
+        let checker = SeedRecordChecker(manifest: manifest)
         var rows: Int64 = 0
         do throws(SeedExportError) {
             for scope in scopes {
                 let run = ScopeExport(
                     export: export, scope: scope, schemaHashOctets: manifest.manifest.schemaHashOctets)
-                rows += try run.run(source: source, checker: &checker, writer: writer) { count in
+                rows += try run.run(source: source, checker: checker, writer: writer) { count in
                     events(.rows(scope: scope.id, rows: count))
                     CrashPoint.reached("export.page")
                 }

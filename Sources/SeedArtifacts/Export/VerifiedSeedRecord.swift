@@ -5,24 +5,26 @@ import SynchroProtocol
 /// One exported record after every record check (`spec/seed-format.md` §5 step 12, `spec/integrity.md` §7.4
 /// item 4): known table, exact field set, typed values, pk equal to the row's key field, non-empty server
 /// version and a recomputed row digest equal to `row_checksum`. Holds the row in local storage form.
-struct VerifiedSeedRecord {
+struct VerifiedSeedRecord: Sendable {
     let tableID: String
     let recordID: String
     let serverVersion: String
     let identity: RowIdentity
     let digest: [UInt8]
+    /// `digest` as 64 lowercase hex characters: the checked `row_checksum` digest member, which spells it so.
+    let digestHex: String
     /// SQLite values in the local table's column order.
     let row: [SQLiteValue]
 }
 
 /// The rule a record broke, and its table when known.
-struct RecordFailure: Error {
+struct RecordFailure: Error, Sendable {
     let table: String?
     let rule: String
 }
 
 /// Checks records of one manifest, reusing one digester.
-struct SeedRecordChecker {
+struct SeedRecordChecker: Sendable {
     private var digester: RowDigester
     private let tables: [String: LocalSchemaTable]
 
@@ -51,7 +53,9 @@ struct SeedRecordChecker {
         } catch {
             return .failure(RecordFailure(table: table.tableName, rule: "invalid_row.\(error.rule)"))
         }
-        guard computed.digest == checksum.digest else { return .failure(RecordFailure(table: table.tableName, rule: "row_digest_mismatch")) }
+        guard computed.digest == checksum.digest, case .object(let checksumObject) = checksumJSON,
+              case .string(let digestHex)? = checksumObject["digest"]
+        else { return .failure(RecordFailure(table: table.tableName, rule: "row_digest_mismatch")) }
         guard case .object(let fields) = row, let recordID = LocalStorageForm.recordID(primaryKey: key) else {
             return .failure(RecordFailure(table: table.tableName, rule: "record_shape"))
         }
@@ -65,6 +69,6 @@ struct SeedRecordChecker {
         }
         return .success(VerifiedSeedRecord(
             tableID: tableID, recordID: recordID, serverVersion: version, identity: computed.identity,
-            digest: computed.digest, row: values))
+            digest: computed.digest, digestHex: digestHex, row: values))
     }
 }

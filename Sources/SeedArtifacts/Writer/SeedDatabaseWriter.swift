@@ -3,8 +3,10 @@ import SynchroStore
 import SynchroProtocol
 
 /// Writes the seed database file (`spec/seed-format.md` §2, §5 steps 9–15): the baseline internal tables, the
-/// synced tables, rows, versions, provenance, scopes and receipts in one transaction, then the capture
-/// triggers (after the rows, so loading enqueues nothing) and the metadata.
+/// synced tables, rows, versions, provenance, scopes and receipts in one transaction, then the named indexes of the
+/// internal tables (built once over every row instead of row by row; docs/decisions.md, "Export: indexes built at
+/// the end, pages verified ahead"), the capture triggers (after the rows, so loading enqueues nothing) and the
+/// metadata. The committed file is the one §2 describes whatever the order of work.
 ///
 /// The file keeps a rollback-journal header: it is never switched to WAL, so there is no sidecar to
 /// checkpoint away and the published file opens from read-only media (ARCHITECTURE.md).
@@ -16,7 +18,12 @@ final class SeedDatabaseWriter {
 
     let connection: Connection
     let manifest: ClientManifest
-    private let tablesByID: [String: TableWriter]
+    private var tablesByID: [String: TableWriter]
+    /// The row-version and edge inserts, prepared once (a cached statement is looked up by its SQL text per call);
+    /// released before the connection closes.
+    private var inserts: (version: Statement, edge: Statement)?
+    /// `row_checksum` text around the digest's hex: the RFC 8785 form of a checksum object is fixed but for it.
+    private let checksumText: (prefix: String, suffix: String)
 
     /// Opens a new, empty file at `path` and creates the schema inside the open transaction.
     init(path: String, manifest: ClientManifest) throws(SeedExportError) {
@@ -47,6 +54,18 @@ final class SeedDatabaseWriter {
                 writers[table.tableID] = try TableWriter(table: table, connection: connection)
             }
             tablesByID = writers
+            inserts = (
+                try connection.cachedStatement("""
+                    INSERT INTO _synchro_row_versions (table_name, record_id, server_version, row_checksum)
+                    VALUES (?, ?, ?, ?)
+                    ON CONFLICT (table_name, record_id)
+                    DO UPDATE SET server_version = excluded.server_version, row_checksum = excluded.row_checksum
+                    """),
+                try connection.cachedStatement("""
+                    INSERT INTO _synchro_scope_rows (scope_id, table_name, record_id, checksum, generation)
+                    VALUES (?, ?, ?, ?, 0)
+                    """))
+            checksumText = try Self.checksumTemplate()
         } catch let error as SeedExportError {
             throw error
         } catch {
@@ -55,15 +74,31 @@ final class SeedDatabaseWriter {
     }
 
     deinit {
+        releaseStatements()
         connection.close()
     }
 
+    /// Finalizes the prepared statements this writer holds, so that closing really closes the file.
+    private func releaseStatements() {
+        inserts = nil
+        tablesByID = [:]
+    }
+
+    /// The canonical checksum object of an all-zero digest, split around its hex: every `row_checksum` is the
+    /// prefix, the digest's 64 lowercase hex characters and the suffix.
+    private static func checksumTemplate() throws -> (prefix: String, suffix: String) {
+        let zeros = [UInt8](repeating: 0, count: 32)
+        let text = try CanonicalJSON.string(Checksum(digest: zeros).json)
+        let hex = Hex.encode(zeros)
+        guard let range = text.range(of: hex), text.range(of: hex, range: range.upperBound..<text.endIndex) == nil
+        else { throw SeedExportError.storage("the checksum object has no single digest member") }
+        return (String(text[..<range.lowerBound]), String(text[range.upperBound...]))
+    }
+
+    /// The internal tables, without their named indexes (``createIndexes()`` builds them after the rows).
     private static func createBaseline(on connection: Connection) throws {
         for table in SeedBaseline.tables {
             try connection.execute(table.createSQL)
-            for index in table.indexes {
-                try connection.execute(index.sql)
-            }
         }
         for identifier in SeedBaseline.migrationIdentifiers {
             try connection.run("INSERT INTO grdb_migrations (identifier) VALUES (?)", [.text(identifier)])
@@ -73,26 +108,29 @@ final class SeedDatabaseWriter {
 
     /// Writes one verified record with its version and its provenance edge in `scope`.
     func write(record: VerifiedSeedRecord, scope: String) throws(SeedExportError) {
-        guard let writer = tablesByID[record.tableID] else {
+        guard let writer = tablesByID[record.tableID], let inserts else {
             throw .storage("a verified record names a table without a writer")
         }
         do {
             try writer.insert(row: record.row)
-            try connection.cachedStatement("""
-                INSERT INTO _synchro_row_versions (table_name, record_id, server_version, row_checksum)
-                VALUES (?, ?, ?, ?)
-                ON CONFLICT (table_name, record_id)
-                DO UPDATE SET server_version = excluded.server_version, row_checksum = excluded.row_checksum
-                """).run([
-                    .text(writer.table.tableName), .text(record.recordID), .text(record.serverVersion),
-                    .text(try CanonicalJSON.string(Checksum(digest: record.digest).json)),
-                ])
-            try connection.cachedStatement("""
-                INSERT INTO _synchro_scope_rows (scope_id, table_name, record_id, checksum, generation)
-                VALUES (?, ?, ?, ?, 0)
-                """).run([.text(scope), .text(writer.table.tableName), .text(record.recordID), .text(Hex.encode(record.digest))])
+            let hex = record.digestHex
+            try inserts.version.run(
+                writer.table.tableName, record.recordID, record.serverVersion,
+                checksumText.prefix + hex + checksumText.suffix)
+            try inserts.edge.run(scope, writer.table.tableName, record.recordID, hex)
         } catch {
             throw .storage("\(error)")
+        }
+    }
+
+    /// The named indexes of the internal tables (`idx_synchro_scope_rows_record`, …), built once over the rows
+    /// written: SQLite sorts the keys and fills the index in order, where row-by-row inserts placed each integer key
+    /// spelled as text at its own position. Inside the transaction, so no committed file lacks them.
+    private func createIndexes() throws {
+        for table in SeedBaseline.tables {
+            for index in table.indexes {
+                try connection.execute(index.sql)
+            }
         }
     }
 
@@ -118,6 +156,7 @@ final class SeedDatabaseWriter {
     /// Creates the triggers, writes the metadata with `snapshot_complete = 0` and commits.
     func commit(export: SeedExportManifest) throws(SeedExportError) {
         do {
+            try createIndexes()
             for table in manifest.localSchema {
                 for trigger in LegacyCaptureTriggers.statements(for: table) {
                     try connection.execute(trigger.sql)
@@ -156,6 +195,7 @@ final class SeedDatabaseWriter {
         } catch {
             throw .storage("\(error)")
         }
+        releaseStatements()
         connection.close()
     }
 
@@ -164,6 +204,7 @@ final class SeedDatabaseWriter {
         if connection.isOpen && connection.isInTransaction {
             _ = try? connection.execute("ROLLBACK")
         }
+        releaseStatements()
         connection.close()
     }
 }
@@ -171,12 +212,10 @@ final class SeedDatabaseWriter {
 /// The prepared upsert of one synced table.
 private struct TableWriter {
     let table: LocalSchemaTable
-    let sql: String
-    unowned let connection: Connection
+    let statement: Statement
 
     init(table: LocalSchemaTable, connection: Connection) throws {
         self.table = table
-        self.connection = connection
         let names = table.columns.map { SQLiteIdentifier.quote($0.name) }
         let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
         let key = SQLiteIdentifier.quote(table.primaryKeyColumn?.name ?? "")
@@ -184,12 +223,12 @@ private struct TableWriter {
             "\(SQLiteIdentifier.quote($0.name)) = excluded.\(SQLiteIdentifier.quote($0.name))"
         }
         let conflict = updates.isEmpty ? "DO NOTHING" : "DO UPDATE SET \(updates.joined(separator: ", "))"
-        sql = "INSERT INTO \(SQLiteIdentifier.quote(table.tableName)) (\(names.joined(separator: ", "))) "
-            + "VALUES (\(placeholders)) ON CONFLICT (\(key)) \(conflict)"
+        statement = try connection.cachedStatement("INSERT INTO \(SQLiteIdentifier.quote(table.tableName)) (\(names.joined(separator: ", "))) "
+            + "VALUES (\(placeholders)) ON CONFLICT (\(key)) \(conflict)")
     }
 
     /// Binds the row's values in column order and runs the upsert.
     func insert(row: [SQLiteValue]) throws {
-        try connection.cachedStatement(sql).run(row)
+        try statement.run(row)
     }
 }

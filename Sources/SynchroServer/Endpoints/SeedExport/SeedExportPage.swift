@@ -52,17 +52,26 @@ struct SeedExportPage {
         return SeedExportPage(export: export, scope: scope, ordinal: ordinal)
     }
 
+    /// The manifest the export was taken under (key fields come from it, not from whatever is current): the current
+    /// one when the schema has not changed since, without reading and parsing the stored copy for every page.
+    private func exportedManifest(state: EngineState) throws -> SchemaManifest {
+        if state.manifest.schemaVersion == export.schemaVersion,
+           state.manifest.schemaHash.exactlyEquals(export.schemaHash) {
+            return state.manifest
+        }
+        guard let reference = try? SchemaReference(version: export.schemaVersion, hash: export.schemaHash),
+              let (manifest, _) = try state.store.manifest(reference)
+        else { throw SyncIntegrityViolation() }
+        return manifest
+    }
+
     /// The response body: records in ascending row-identity order (staged ordinal order) and the
     /// next page's token, or null on the last page.
     func body(state: EngineState) throws -> [UInt8] {
         let end = ordinal + export.pageLimit
         let hasMore = end < scope.rowCount
         var w = ResponseWriter(capacity: 1024 + Int(export.pageLimit) * 512)
-        // Key fields come from the manifest the export was taken under, not whatever is current.
-        guard let reference = try? SchemaReference(version: export.schemaVersion, hash: export.schemaHash),
-              let (manifest, _) = try state.store.manifest(reference)
-        else { throw SyncIntegrityViolation() }
-        var keys = PrimaryKeyFields(manifest: manifest)
+        var keys = PrimaryKeyFields(manifest: try exportedManifest(state: state))
         w.raw("{")
         w.key("scope")
         try w.string(scope.id)
