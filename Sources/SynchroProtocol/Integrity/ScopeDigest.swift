@@ -193,6 +193,10 @@ public struct ScopeDigestAccumulator: ~Copyable, Sendable {
     private var count: UInt64 = 0
     /// The previous row's identity octets; empty before the first row (no identity is empty).
     private var previous: [UInt8] = []
+    /// Rows' octets not yet handed to the hasher: SHA-256 gets them a few kilobytes at a time, not three small
+    /// updates per row (each update's own cost was a third of a 100,000-row pass). The hashed octets are the same.
+    private var pending: [UInt8] = []
+    private static let pendingCapacity = 16_384
 
     /// Starts the digest of scope `scopeID` holding exactly `cardinality` rows.
     public init(schemaHash: [UInt8], scopeID: String, cardinality: UInt64) throws(ScopeDigestError) {
@@ -238,10 +242,15 @@ public struct ScopeDigestAccumulator: ~Copyable, Sendable {
             guard order < 0 else { return .outOfOrder(entry: entry) }
         }
         guard count < cardinality else { return .cardinalityMismatch(declared: cardinality, actual: count + 1) }
-        withUnsafeBytes(of: UInt64(head.count + tail.count).bigEndian) { hasher.update($0) }
-        hasher.update(UnsafeRawBufferPointer(head))
-        hasher.update(UnsafeRawBufferPointer(tail))
-        hasher.update(UnsafeRawBufferPointer(rowDigest))
+        if pending.capacity < Self.pendingCapacity { pending.reserveCapacity(Self.pendingCapacity) }
+        withUnsafeBytes(of: UInt64(head.count + tail.count).bigEndian) { pending.append(contentsOf: $0) }
+        pending.append(contentsOf: head)
+        pending.append(contentsOf: tail)
+        pending.append(contentsOf: rowDigest)
+        if pending.count >= Self.pendingCapacity - 512 {
+            hasher.update(pending)
+            pending.removeAll(keepingCapacity: true)
+        }
         count += 1
         previous.removeAll(keepingCapacity: true)
         previous.append(contentsOf: head)
@@ -252,6 +261,7 @@ public struct ScopeDigestAccumulator: ~Copyable, Sendable {
     /// The 32-octet scope digest; throws when fewer rows than declared were added.
     public consuming func finalize() throws(ScopeDigestError) -> [UInt8] {
         guard count == cardinality else { throw .cardinalityMismatch(declared: cardinality, actual: count) }
+        hasher.update(pending)
         return hasher.finalize()
     }
 }
