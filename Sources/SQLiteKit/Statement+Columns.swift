@@ -80,6 +80,17 @@ extension Statement {
         return try body(UnsafeRawBufferPointer(start: base, count: count))
     }
 
+    /// The column's stored octets in place (NULL and empty blobs give an empty buffer), valid until the next
+    /// `step()`, `reset()` or read of the column as another type. Not generic, unlike ``withBlobBytes(at:_:)``: a
+    /// loop over many rows in another module (a scope digest's input) pays no generic-metadata lookup per call.
+    public func unsafeBlobBytes(at column: Int) -> UnsafeBufferPointer<UInt8> {
+        let position = Int32(clamping: column)
+        let base = sqlite3_column_blob(handle, position)
+        let count = Int(sqlite3_column_bytes(handle, position))
+        guard let base, count > 0 else { return UnsafeBufferPointer(start: nil, count: 0) }
+        return UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: count)
+    }
+
     /// The column in its own storage class, so NULL, integers, reals, text and blobs are told apart.
     public func value(at column: Int) throws(SQLiteError) -> SQLiteValue {
         switch sqlite3_column_type(handle, Int32(clamping: column)) {

@@ -38,6 +38,11 @@ struct StoredScopeDigestsTests {
         try fixture.count("SELECT count(*) FROM _synchro_seedkit_row_digests WHERE scope_id = 'catalog'\(filter)")
     }
 
+    /// The catalog's kept edge count, the cardinality a steady verification declares.
+    func keptCount(_ fixture: SyncFixture) throws -> Int64 {
+        try fixture.count("SELECT edges FROM _synchro_seedkit_digest_counts WHERE scope_id = 'catalog'")
+    }
+
     @Test("updates, inserts and deletes pulled one at a time verify with the stored digests, equal to every row's")
     func steadyChangesMatchFullRecomputation() throws {
         let fixture = try SyncFixture()
@@ -46,11 +51,13 @@ struct StoredScopeDigestsTests {
         #expect(try Self.pullChange(fixture, id: 1, name: "First").verifiedScopes == ["catalog", "user:alice"])
         let edges = try fixture.count("SELECT count(*) FROM _synchro_scope_rows WHERE scope_id = 'catalog'")
         #expect(try storedCount(fixture) == edges)
+        #expect(try keptCount(fixture) == edges)
         #expect(try storedCount(fixture, " AND row_digest IS NULL") == 0)
 
         #expect(try Self.pullChange(fixture, id: 2, name: "Second").verifiedScopes == ["catalog", "user:alice"])
         #expect(try Self.pullChange(fixture, id: 90_001, name: "Added").verifiedScopes == ["catalog", "user:alice"])
         #expect(try storedCount(fixture) == edges + 1)
+        #expect(try keptCount(fixture) == edges + 1)
         _ = try fixture.server.engine.operatorDelete(table: "tbl_categories", pk: .number(JSONNumber(90_001)))
         let deleted = try PullApplier(context: fixture.context).pull()
 
@@ -62,6 +69,32 @@ struct StoredScopeDigestsTests {
         #expect(try fixture.count("SELECT count(*) FROM _synchro_seedkit_pending_edges") == 0)
         #expect(try storedCount(fixture) == (try fixture.count(
             "SELECT count(*) FROM _synchro_scope_rows WHERE scope_id = 'catalog'")))
+        #expect(try keptCount(fixture) == edges)
+    }
+
+    @Test("a kept edge count that differs from the entries is not trusted: every row is recomputed and it is rewritten")
+    func forgedCountRecomputesEveryRow() throws {
+        let fixture = try SyncFixture()
+        try fixture.connectAndRebuild()
+        _ = try Self.pullChange(fixture, id: 1, name: "First")
+        let edges = try keptCount(fixture)
+        // A forged entry digest alone fails the stored path's verification (``storedEntriesAreRead``); with a wrong
+        // count beside it the stored pass refuses at its end, and the recomputation from every row verifies.
+        try fixture.store.trackedServerApply { connection in
+            try connection.run("""
+                UPDATE _synchro_seedkit_row_digests SET row_digest = zeroblob(32)
+                WHERE scope_id = 'catalog' AND identity = (
+                    SELECT max(identity) FROM _synchro_seedkit_row_digests WHERE scope_id = 'catalog')
+                """)
+            try connection.run("UPDATE _synchro_seedkit_digest_counts SET edges = edges + 1 WHERE scope_id = 'catalog'")
+        }
+
+        let outcome = try Self.pullChange(fixture, id: 2, name: "Second")
+
+        #expect(outcome.rebuildRequired.isEmpty)
+        #expect(outcome.verifiedScopes == ["catalog", "user:alice"])
+        #expect(try keptCount(fixture) == edges)
+        #expect(try storedCount(fixture, " AND row_digest = zeroblob(32)") == 0)
     }
 
     @Test("the stored digest of an unchanged row is what a steady verification hashes (a forged one fails it)")

@@ -214,12 +214,53 @@ struct RebuildStagingTests {
 
         let server = try RunningServer(rows: 100, reopening: directory)
 
-        #expect(try db.userVersion() == 3)
+        #expect(try db.userVersion() == ServerSchema.version)
         #expect(try db.rows("SELECT scope_id, identity, row_digest FROM membership ORDER BY scope_id, identity")
             == digests)
         let client = try WireClient.connect(server)
         let fresh = try client.rebuild(scope: "catalog", limit: 30)
         #expect(fresh.checksum == (try DigestCheck.scopeDigest(fresh.records, scope: "catalog", manifest: client.manifest)))
+    }
+
+    @Test("a layout-3 database is migrated: every scope's live count is kept and terminal checksums stay exact")
+    func migratesLayout3() throws {
+        let directory = try TemporaryDirectory(prefix: "seedkit-server-migration")
+        do {
+            let server = try RunningServer(rows: 100, reopening: directory, store: .sqlite)
+            _ = try server.engine.operatorDelete(table: "tbl_categories", pk: .number(JSONNumber(3)))
+            server.engine.materialize()
+        }
+        let db = try Self.database(directory)
+        try db.execute("DROP TABLE scope_cardinality; PRAGMA user_version = 3;")
+
+        let server = try RunningServer(rows: 100, reopening: directory, store: .sqlite)
+
+        #expect(try db.userVersion() == ServerSchema.version)
+        let kept = try ScopeCardinalityTests.kept(server)
+        #expect(kept == (try ScopeCardinalityTests.counted(server)))
+        #expect((kept["catalog"] ?? 0) > 0 && (kept["user:alice"] ?? 0) > 0)
+        let client = try WireClient.connect(server)
+        let fresh = try client.rebuild(scope: "catalog", limit: 30)
+        #expect(fresh.checksum == (try DigestCheck.scopeDigest(fresh.records, scope: "catalog", manifest: client.manifest)))
+    }
+
+    @Test("a PostgreSQL layout-3 store is migrated: every scope's live count is kept")
+    func migratesPostgresLayout3() throws {
+        let directory = try TemporaryDirectory(prefix: "seedkit-server-migration")
+        do {
+            let server = try RunningServer(rows: 100, reopening: directory, store: .postgres)
+            _ = try server.engine.operatorDelete(table: "tbl_categories", pk: .number(JSONNumber(3)))
+            server.engine.materialize()
+            try server.engine.executeForTesting("DROP TABLE scope_cardinality")
+            try server.engine.executeForTesting(
+                "UPDATE server_meta SET value = ? WHERE key = 'layout_version'", [.integer(3)])
+        }
+
+        let server = try RunningServer(rows: 100, reopening: directory, store: .postgres)
+
+        let kept = try ScopeCardinalityTests.kept(server)
+        #expect(kept == (try ScopeCardinalityTests.counted(server)))
+        #expect((kept["catalog"] ?? 0) > 0 && (kept["user:alice"] ?? 0) > 0)
     }
 
     @Test("a layout-1 database is migrated: its sessions replay byte for byte and new sessions stage by reference")
@@ -237,7 +278,7 @@ struct RebuildStagingTests {
         #expect(try db.userVersion() == 1)
 
         let server = try RunningServer(rows: 100, reopening: directory)
-        #expect(try db.userVersion() == 3)
+        #expect(try db.userVersion() == ServerSchema.version)
         let triggers = try db.rows("SELECT name FROM sqlite_master WHERE type = 'trigger'")
         #expect(triggers.count == 3)
         let client = connected.on(server)

@@ -11,7 +11,9 @@ import SynchroStore
 /// it): `_synchro_seedkit_row_digests` holds one entry per edge of each maintained scope, keyed by scope and row
 /// identity, with the row's last recomputed digest or NULL when that is stale; `_synchro_seedkit_pending_edges`
 /// lists edges added since (their identity is computed in Swift when the digest next runs);
-/// `_synchro_seedkit_digest_scopes` names the maintained scopes. Triggers on `_synchro_scope_rows` and
+/// `_synchro_seedkit_digest_scopes` names the maintained scopes; `_synchro_seedkit_digest_counts` keeps each
+/// maintained scope's edge count, the cardinality the digest declares before its rows (counting the edges again
+/// would be a second pass over the scope). Triggers on `_synchro_scope_rows` and
 /// `_synchro_row_versions` keep the entries in the same transaction as every change to an edge or a row version,
 /// whichever statement makes it; ``LocalRows`` also marks each synced row it writes.
 ///
@@ -23,6 +25,7 @@ struct StoredScopeDigests {
     static let entries = "_synchro_seedkit_row_digests"
     static let pendingEdges = "_synchro_seedkit_pending_edges"
     static let scopes = "_synchro_seedkit_digest_scopes"
+    static let counts = "_synchro_seedkit_digest_counts"
 
     static let layout = """
         CREATE TABLE IF NOT EXISTS _synchro_seedkit_digest_scopes (scope_id TEXT NOT NULL PRIMARY KEY) WITHOUT ROWID;
@@ -31,6 +34,20 @@ struct StoredScopeDigests {
             row_digest BLOB, PRIMARY KEY (scope_id, identity)) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS _synchro_seedkit_row_digests_record
             ON _synchro_seedkit_row_digests (table_name, record_id, scope_id);
+        CREATE TABLE IF NOT EXISTS _synchro_seedkit_digest_counts (
+            scope_id TEXT NOT NULL PRIMARY KEY, edges INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE TRIGGER IF NOT EXISTS _synchro_seedkit_count_insert AFTER INSERT ON _synchro_scope_rows
+        WHEN EXISTS (SELECT 1 FROM _synchro_seedkit_digest_counts WHERE scope_id = NEW.scope_id) BEGIN
+            UPDATE _synchro_seedkit_digest_counts SET edges = edges + 1 WHERE scope_id = NEW.scope_id;
+        END;
+        CREATE TRIGGER IF NOT EXISTS _synchro_seedkit_count_delete AFTER DELETE ON _synchro_scope_rows
+        WHEN EXISTS (SELECT 1 FROM _synchro_seedkit_digest_counts WHERE scope_id = OLD.scope_id) BEGIN
+            UPDATE _synchro_seedkit_digest_counts SET edges = edges - 1 WHERE scope_id = OLD.scope_id;
+        END;
+        CREATE TRIGGER IF NOT EXISTS _synchro_seedkit_count_update AFTER UPDATE OF scope_id ON _synchro_scope_rows
+        WHEN OLD.scope_id IS NOT NEW.scope_id BEGIN
+            DELETE FROM _synchro_seedkit_digest_counts WHERE scope_id IN (OLD.scope_id, NEW.scope_id);
+        END;
         CREATE TABLE IF NOT EXISTS _synchro_seedkit_pending_edges (
             scope_id TEXT NOT NULL, table_name TEXT NOT NULL, record_id TEXT NOT NULL,
             PRIMARY KEY (scope_id, table_name, record_id)) WITHOUT ROWID;
@@ -77,7 +94,8 @@ struct StoredScopeDigests {
     static let objectNames = [
         scopes, entries, "_synchro_seedkit_row_digests_record", pendingEdges, "_synchro_seedkit_edge_insert",
         "_synchro_seedkit_edge_delete", "_synchro_seedkit_edge_update", "_synchro_seedkit_version_insert",
-        "_synchro_seedkit_version_update", "_synchro_seedkit_version_delete",
+        "_synchro_seedkit_version_update", "_synchro_seedkit_version_delete", counts,
+        "_synchro_seedkit_count_insert", "_synchro_seedkit_count_delete", "_synchro_seedkit_count_update",
     ]
 
     /// Whether every object of ``layout`` exists on `connection`.
@@ -106,13 +124,14 @@ struct StoredScopeDigests {
 
     /// The scope digest from the stored entries, re-digesting the stale ones and writing their digests back; nil
     /// when the entries may not be used (not rewritten under the current stamp) or do not add up (an entry of an
-    /// unknown table or a missing row, a count that differs from the scope's edges, an identity out of order).
+    /// unknown table or a missing row, a number of entries that differs from the kept edge count, an identity out of
+    /// order). Fresh entries are hashed in place: the pass allocates nothing per row.
     func storedDigest(scope: String, stamp: ScopeDigestMemo.Stamp) throws -> Checksum? {
         guard session.storedEntriesAreCurrent(scope: scope, stamp: stamp), try Self.isInstalled(on: rows.connection),
               try rows.connection.cachedStatement("SELECT 1 FROM _synchro_seedkit_digest_scopes WHERE scope_id = ?")
                   .scalar([.text(scope)]) != nil,
               try resolvePendingEdges(scope: scope),
-              var accumulator = try rows.accumulator(scope: scope)
+              var accumulator = try keptCountAccumulator(scope: scope)
         else { return nil }
         var restaled = StaleRows(rows: rows)
         var refreshed: [(identity: [UInt8], digest: [UInt8])] = []
@@ -125,14 +144,11 @@ struct StoredScopeDigests {
         let empty = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
         while try statement.step() {
             if statement.storageClass(at: 1) == .blob {
-                let added = statement.withBlobBytes(at: 0) { identity in
-                    statement.withBlobBytes(at: 1) { digest in
-                        (try? accumulator.add(
-                            identityHead: identity.assumingMemoryBound(to: UInt8.self), identityTail: empty,
-                            rowDigest: digest.assumingMemoryBound(to: UInt8.self))) != nil
-                    }
-                }
-                guard added else { return nil }
+                // In place, without a generic call per row: this loop is the whole cost of a steady verification.
+                guard (try? accumulator.add(
+                    identityHead: statement.unsafeBlobBytes(at: 0), identityTail: empty,
+                    rowDigest: statement.unsafeBlobBytes(at: 1))) != nil
+                else { return nil }
                 continue
             }
             let identity = statement.blob(at: 0)
@@ -151,6 +167,17 @@ struct StoredScopeDigests {
             try write.run([.blob(digest), .text(scope), .blob(identity)])
         }
         return checksum
+    }
+
+    /// The digest's start with the scope's kept edge count; nil when none is kept (a layout older than the count) or
+    /// it is not a count.
+    private func keptCountAccumulator(scope: String) throws -> ScopeDigestAccumulator? {
+        guard let edges = try rows.connection.cachedStatement(
+            "SELECT edges FROM _synchro_seedkit_digest_counts WHERE scope_id = ?"
+        ).scalar([.text(scope)])?.integerValue, edges >= 0
+        else { return nil }
+        return try? ScopeDigestAccumulator(
+            schemaHash: rows.manifest.schemaHashOctets, scopeID: scope, cardinality: UInt64(edges))
     }
 
     /// Gives each edge added since the last digest its stored entry (identity computed here, digest stale).
@@ -176,7 +203,7 @@ struct StoredScopeDigests {
     }
 
     /// Replaces the scope's stored entries with `entries` of a complete recomputation in identity order (protected
-    /// rows stored stale: their digest is the edge's), and records the scope as maintained.
+    /// rows stored stale: their digest is the edge's), and records the scope as maintained with its edge count.
     static func rewrite(
         scope: String, on connection: Connection, _ fill: (_ store: (RowIdentity, [UInt8]?, String, String) throws -> Void) throws -> Bool
     ) throws -> Bool {
@@ -184,6 +211,10 @@ struct StoredScopeDigests {
             "DELETE FROM _synchro_seedkit_row_digests WHERE scope_id = ?",
             "DELETE FROM _synchro_seedkit_pending_edges WHERE scope_id = ?",
             "INSERT OR IGNORE INTO _synchro_seedkit_digest_scopes (scope_id) VALUES (?)",
+            """
+            INSERT OR REPLACE INTO _synchro_seedkit_digest_counts (scope_id, edges)
+            SELECT ?1, count(*) FROM _synchro_scope_rows WHERE scope_id = ?1
+            """,
         ] {
             try connection.cachedStatement(sql).run([.text(scope)])
         }
@@ -202,6 +233,7 @@ struct StoredScopeDigests {
     static func forget(scope: String, on connection: Connection) throws {
         for sql in [
             "DELETE FROM _synchro_seedkit_digest_scopes WHERE scope_id = ?",
+            "DELETE FROM _synchro_seedkit_digest_counts WHERE scope_id = ?",
             "DELETE FROM _synchro_seedkit_row_digests WHERE scope_id = ?",
             "DELETE FROM _synchro_seedkit_pending_edges WHERE scope_id = ?",
         ] {

@@ -191,8 +191,15 @@ public struct ScopeDigestAccumulator: ~Copyable, Sendable {
     private var hasher = SHA256()
     private let cardinality: UInt64
     private var count: UInt64 = 0
-    /// The previous row's identity octets; empty before the first row (no identity is empty).
+    /// The previous row's identity octets (the first `previousCount`); none before the first row.
     private var previous: [UInt8] = []
+    private var previousCount = 0
+    /// Rows' octets not yet handed to the hasher (the first `pendingCount`): SHA-256 gets them a few kilobytes at a
+    /// time, not three small updates per row (each update's own cost was a third of a 100,000-row pass), and they
+    /// are copied with `memcpy`, not appended element by element. The hashed octets are the same.
+    private var pending: [UInt8] = []
+    private var pendingCount = 0
+    private static let pendingCapacity = 16_384
 
     /// Starts the digest of scope `scopeID` holding exactly `cardinality` rows.
     public init(schemaHash: [UInt8], scopeID: String, cardinality: UInt64) throws(ScopeDigestError) {
@@ -233,25 +240,64 @@ public struct ScopeDigestAccumulator: ~Copyable, Sendable {
         let entry = Int(count)
         guard rowDigest.count == 32 else { return .invalidRowDigest(entry: entry) }
         if count > 0 {
-            let order = previous.withUnsafeBufferPointer { ByteRun.compare($0, head, tail) }
+            let previousCount = previousCount
+            let order = previous.withUnsafeBufferPointer {
+                ByteRun.compare(UnsafeBufferPointer(rebasing: $0[..<previousCount]), head, tail)
+            }
             if order == 0 { return .duplicateIdentity(entry: entry) }
             guard order < 0 else { return .outOfOrder(entry: entry) }
         }
         guard count < cardinality else { return .cardinalityMismatch(declared: cardinality, actual: count + 1) }
-        withUnsafeBytes(of: UInt64(head.count + tail.count).bigEndian) { hasher.update($0) }
-        hasher.update(UnsafeRawBufferPointer(head))
-        hasher.update(UnsafeRawBufferPointer(tail))
-        hasher.update(UnsafeRawBufferPointer(rowDigest))
+        let length = head.count + tail.count
+        if pending.isEmpty { pending = [UInt8](repeating: 0, count: Self.pendingCapacity) }
+        if pendingCount + 8 + length + 32 > pending.count { flush() }
+        if 8 + length + 32 > pending.count {
+            // Longer than the staging buffer (no real identity is): hashed directly.
+            withUnsafeBytes(of: UInt64(length).bigEndian) { hasher.update($0) }
+            hasher.update(UnsafeRawBufferPointer(head))
+            hasher.update(UnsafeRawBufferPointer(tail))
+            hasher.update(UnsafeRawBufferPointer(rowDigest))
+        } else {
+            var at = pendingCount
+            pending.withUnsafeMutableBufferPointer { buffer in
+                let base = buffer.baseAddress.unsafelyUnwrapped
+                UnsafeMutableRawPointer(base + at).storeBytes(of: UInt64(length).bigEndian, as: UInt64.self)
+                at += 8
+                if let source = head.baseAddress, head.count > 0 { (base + at).update(from: source, count: head.count) }
+                at += head.count
+                if let source = tail.baseAddress, tail.count > 0 { (base + at).update(from: source, count: tail.count) }
+                at += tail.count
+                (base + at).update(from: rowDigest.baseAddress.unsafelyUnwrapped, count: 32)
+                at += 32
+            }
+            pendingCount = at
+        }
         count += 1
-        previous.removeAll(keepingCapacity: true)
-        previous.append(contentsOf: head)
-        previous.append(contentsOf: tail)
+        if previous.count < length { previous = [UInt8](repeating: 0, count: Swift.max(length, 2 * previous.count)) }
+        if length > 0 {
+            previous.withUnsafeMutableBufferPointer { buffer in
+                let base = buffer.baseAddress.unsafelyUnwrapped
+                if let source = head.baseAddress, head.count > 0 { base.update(from: source, count: head.count) }
+                if let source = tail.baseAddress, tail.count > 0 {
+                    (base + head.count).update(from: source, count: tail.count)
+                }
+            }
+        }
+        previousCount = length
         return nil
+    }
+
+    /// Hands the staged octets to the hasher.
+    private mutating func flush() {
+        let staged = pendingCount
+        pending.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[..<staged])) }
+        pendingCount = 0
     }
 
     /// The 32-octet scope digest; throws when fewer rows than declared were added.
     public consuming func finalize() throws(ScopeDigestError) -> [UInt8] {
         guard count == cardinality else { throw .cardinalityMismatch(declared: cardinality, actual: count) }
+        flush()
         return hasher.finalize()
     }
 }

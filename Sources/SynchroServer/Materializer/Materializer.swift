@@ -132,7 +132,7 @@ struct MaterializationBatch {
 
         let rowOperation: StreamOperation = state == .live ? .upsert : .deleteWithRow
         var effects = after.map { ($0, rowOperation) }
-        effects += before.filter { scope in !after.contains { $0.exactlyEquals(scope) } }.map { ($0, .delete) }
+        effects += before.filter { edge in !after.contains { $0.exactlyEquals(edge.scope) } }.map { ($0.scope, .delete) }
         effects.sort { $0.0.utf8Precedes($1.0) }
         for (scope, operation) in effects {
             position += 1
@@ -148,21 +148,24 @@ struct MaterializationBatch {
         }
     }
 
-    /// The scopes holding the row before this write, read from `membership`.
+    /// The scopes holding the row before this write, read from `membership`, each with whether the row was a live
+    /// member there (its edge carries a digest): what the write changes in the scope's kept count.
     ///
     /// `membership` is keyed by scope, so the candidates come from the previous projection row
     /// (membership is always derived from it) and each is confirmed by a key lookup; a scan by
     /// identity would cost the whole table per write.
-    private func scopesBefore(identity: [UInt8]) throws -> [String] {
+    private func scopesBefore(identity: [UInt8]) throws -> [(scope: String, live: Bool)] {
         let previous = try store.db.cachedStatement(
             "SELECT table_id, row FROM projection WHERE identity = ?"
         ).rows([.blob(identity)]).first
         guard let previous, let tableID = previous[0].textValue, let bytes = previous[1].blobValue,
               let row = try? StrictJSONParser().parse(bytes)
         else { return [] }
-        return try dataset.scopes(forTable: tableID, row: row).filter { scope in
-            try store.db.cachedStatement("SELECT 1 FROM membership WHERE scope_id = ? AND identity = ?")
-                .scalar([.text(scope), .blob(identity)]) != nil
+        return try dataset.scopes(forTable: tableID, row: row).compactMap { scope in
+            let edge = try store.db.cachedStatement(
+                "SELECT row_digest IS NOT NULL FROM membership WHERE scope_id = ? AND identity = ?"
+            ).scalar([.text(scope), .blob(identity)])
+            return edge.map { (scope, $0.integerValue == 1) }
         }
     }
 
@@ -178,20 +181,27 @@ struct MaterializationBatch {
     }
 
     /// Membership edges of the row after the write, each carrying the row's digest while it is live (NULL for a
-    /// tombstone): the scope digest reads them in key order (``ScopeDigestCache``).
-    private func writeMembership(identity: [UInt8], before: [String], after: [String], liveDigest: [UInt8]?) throws {
+    /// tombstone): the scope digest reads them in key order (``ScopeDigestCache``). Each scope's kept live count
+    /// moves with its edge in the same transaction (``ScopeCardinality``).
+    private func writeMembership(
+        identity: [UInt8], before: [(scope: String, live: Bool)], after: [String], liveDigest: [UInt8]?
+    ) throws {
         let digest = liveDigest.map(SQLiteValue.blob) ?? .null
-        for scope in before where !after.contains(where: { $0.exactlyEquals(scope) }) {
+        let live: Int64 = liveDigest == nil ? 0 : 1
+        for edge in before where !after.contains(where: { $0.exactlyEquals(edge.scope) }) {
             try store.db.cachedStatement("DELETE FROM membership WHERE scope_id = ? AND identity = ?")
-                .run([.text(scope), .blob(identity)])
+                .run([.text(edge.scope), .blob(identity)])
+            try ScopeCardinality.add(edge.live ? -1 : 0, scope: edge.scope, store: store)
         }
         for scope in after {
-            if before.contains(where: { $0.exactlyEquals(scope) }) {
+            if let edge = before.first(where: { $0.scope.exactlyEquals(scope) }) {
                 try store.db.cachedStatement("UPDATE membership SET row_digest = ? WHERE scope_id = ? AND identity = ?")
                     .run([digest, .text(scope), .blob(identity)])
+                try ScopeCardinality.add(live - (edge.live ? 1 : 0), scope: scope, store: store)
             } else {
                 try store.db.cachedStatement("INSERT INTO membership(scope_id, identity, row_digest) VALUES (?, ?, ?)")
                     .run([.text(scope), .blob(identity), digest])
+                try ScopeCardinality.add(live, scope: scope, store: store)
             }
         }
     }

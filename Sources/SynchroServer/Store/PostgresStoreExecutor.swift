@@ -149,6 +149,19 @@ struct PostgresStoreStatement: StoreStatement {
             try body(PostgresStoreRow(result: result, row: index))
         }
     }
+
+    func forEachOctetPair(
+        _ arguments: [SQLiteValue], _ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) throws -> Void
+    ) throws {
+        let result = try executor.run(name, arguments)
+        for index in 0..<result.rowCount {
+            try result.withBytes(row: index, column: 0) { first in
+                try result.withBytes(row: index, column: 1) { second in
+                    try body(first.assumingMemoryBound(to: UInt8.self), second.assumingMemoryBound(to: UInt8.self))
+                }
+            }
+        }
+    }
 }
 
 /// One row of a binary-format result.

@@ -17,9 +17,10 @@
 /// A rebuild session stages its rows by reference to `projection` (``rebuildRows(named:)``); triggers save a
 /// projection row's old body into the staged rows that refer to it before it changes (``stagedRowReferences``).
 enum ServerSchema {
-    /// 3: `membership` carries each live member's row digest (``migrationFrom2``); 2: rebuild sessions stage rows by
-    /// reference (``rebuildRows(named:)``); 1 copied every row body.
-    static let version: Int32 = 3
+    /// 4: each scope's live member count is kept (``ScopeCardinality``, ``migrationFrom3``); 3: `membership` carries
+    /// each live member's row digest (``migrationFrom2``); 2: rebuild sessions stage rows by reference
+    /// (``rebuildRows(named:)``); 1 copied every row body.
+    static let version: Int32 = 4
 
     static let script = """
         CREATE TABLE server_meta(
@@ -70,6 +71,8 @@ enum ServerSchema {
             row_digest BLOB,
             PRIMARY KEY(scope_id, identity)
         ) WITHOUT ROWID;
+
+        \(ScopeCardinality.table)
 
         CREATE TABLE stream(
             position INTEGER PRIMARY KEY,
@@ -291,6 +294,18 @@ extension ServerSchema {
         ALTER TABLE membership ADD COLUMN row_digest BLOB;
         \(membershipDigestsFromProjection);
         """
+
+    /// The SQLite migration script from each older layout to ``version``.
+    static let migrations: [Int32: String] = [
+        1: migrationFrom1 + migrationFrom2 + migrationFrom3,
+        2: migrationFrom2 + migrationFrom3,
+        3: migrationFrom3,
+    ]
+
+    /// Layout 3 → 4: the kept live member count of each scope (``ScopeCardinality``), counted once from membership.
+    /// Additive; the table is created only when absent.
+    static let migrationFrom3 = ScopeCardinality.table + "\n" + ScopeCardinality.recount.map { $0 + ";" }
+        .joined(separator: "\n")
 
     /// Sets every member's digest from its projection row (live rows only): the migration, and the end of a schema
     /// activation that re-rendered projection digests.

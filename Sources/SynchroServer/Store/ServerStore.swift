@@ -38,14 +38,9 @@ final class ServerStore {
                 try connection.setUserVersion(ServerSchema.version)
                 try initialize(dataset: dataset, rowsOverride: rowsOverride, clock: clock)
             }
-        } else if try connection.userVersion() == 1 {
+        } else if let steps = ServerSchema.migrations[try connection.userVersion()] {
             try db.transaction {
-                try db.execute(ServerSchema.migrationFrom1 + ServerSchema.migrationFrom2)
-                try connection.setUserVersion(ServerSchema.version)
-            }
-        } else if try connection.userVersion() == 2 {
-            try db.transaction {
-                try db.execute(ServerSchema.migrationFrom2)
+                try db.execute(steps)
                 try connection.setUserVersion(ServerSchema.version)
             }
         } else if try connection.userVersion() != ServerSchema.version {
@@ -68,6 +63,10 @@ final class ServerStore {
                 var layout = try metaInteger(Self.layoutVersionKey)
                 if layout == 2 {
                     try db.execute(PostgresDialect.translate(ServerSchema.migrationFrom2))
+                    layout = 3
+                }
+                if layout == 3 {
+                    try db.execute(PostgresDialect.schema(ServerSchema.migrationFrom3))
                     layout = Int64(ServerSchema.version)
                     try setMeta(Self.layoutVersionKey, .integer(layout))
                 }
@@ -180,6 +179,7 @@ final class ServerStore {
         }
         try insertManifest(dataset.manifest, json: manifestJSON, affectedScopes: [])
         try loadRows(dataset: dataset, rowsOverride: rowsOverride)
+        try ScopeCardinality.recountAll(store: self)
     }
 
     /// Loads every generated row as already materialized at the stream's generation start: rebuild

@@ -38,6 +38,11 @@ protocol StoreStatement {
     func rows(_ arguments: [SQLiteValue]) throws -> [[SQLiteValue]]
     func scalar(_ arguments: [SQLiteValue]) throws -> SQLiteValue?
     func forEachRow(_ arguments: [SQLiteValue], _ body: (any StoreRow) throws -> Void) throws
+    /// Columns 0 and 1 of each row as stored octets (NULL reads as empty), in place and valid only during the call:
+    /// a pass over a whole scope (its digest input) without a generic call or a copy per row.
+    func forEachOctetPair(
+        _ arguments: [SQLiteValue], _ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) throws -> Void
+    ) throws
 }
 
 extension StoreStatement {
@@ -120,5 +125,15 @@ struct SQLiteStoreStatement: StoreStatement {
 
     func forEachRow(_ arguments: [SQLiteValue], _ body: (any StoreRow) throws -> Void) throws {
         try statement.forEachRow(arguments) { try body($0) }
+    }
+
+    func forEachOctetPair(
+        _ arguments: [SQLiteValue], _ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) throws -> Void
+    ) throws {
+        try statement.bind(arguments)
+        defer { statement.reset() }
+        while try statement.step() {
+            try body(statement.unsafeBlobBytes(at: 0), statement.unsafeBlobBytes(at: 1))
+        }
     }
 }

@@ -49,13 +49,21 @@ struct ScopeDigestCache {
 
     /// One streaming SHA-256 over the scope's live rows in identity order: membership's key order is `memcmp` of
     /// the identity, which is the protocol's order, and each live member carries its row digest
-    /// (``ServerSchema``), so the pass reads one key range and hashes stored octets, whatever changed.
+    /// (``ServerSchema``), so the pass reads one key range and hashes stored octets in place, whatever changed. The
+    /// cardinality the preimage starts with is the kept count (``ScopeCardinality``), not a second pass.
+    ///
+    /// What the pass checks and what it trusts: the accumulator refuses a row out of order or repeated, a digest
+    /// that is not 32 octets and a row count that differs from the declared one — a wrong kept count is an
+    /// integrity failure here, never a wrong checksum. It does not re-check each identity's structure: every
+    /// identity in `membership` was written by this server from its own encoding of a validated key (the initial
+    /// load, and the materializer, which refuses a captured identity that differs from the one it re-encodes), so
+    /// the check could only fail on a store altered behind the server, whose effect on the checksum a client
+    /// recomputing from its rows detects (`spec/integrity.md` §4.7, terminal rule 4).
     static func compute(
         scope: String, schemaHash: [UInt8], store: ServerStore, knownCardinality: Int64? = nil
     ) throws -> (Int64, [UInt8]) {
-        let count = try knownCardinality ?? store.db.cachedStatement(
-            "SELECT count(*) FROM membership WHERE scope_id = ? AND row_digest IS NOT NULL"
-        ).scalar([.text(scope)])?.integerValue ?? 0
+        let count = try knownCardinality ?? ScopeCardinality.live(scope: scope, store: store)
+        guard count >= 0 else { throw SyncIntegrityViolation() }
         var accumulator = try ScopeDigestAccumulator(
             schemaHash: schemaHash, scopeID: scope, cardinality: UInt64(count))
         let rows = try store.db.cachedStatement("""
@@ -63,30 +71,18 @@ struct ScopeDigestCache {
             ORDER BY identity
             """)
         let empty = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
-        try rows.forEachRow([.text(scope)]) { row in
-            let added = row.withBlobBytes(at: 0) { identity in
-                row.withBlobBytes(at: 1) { digest in
-                    Self.add(identity.assumingMemoryBound(to: UInt8.self), digest.assumingMemoryBound(to: UInt8.self),
-                             empty, to: &accumulator)
-                }
+        try rows.forEachOctetPair([.text(scope)]) { identity, digest in
+            do {
+                try accumulator.add(identityHead: identity, identityTail: empty, rowDigest: digest)
+            } catch {
+                throw SyncIntegrityViolation()
             }
-            guard added else { throw SyncIntegrityViolation() }
         }
         do {
             return (count, try accumulator.finalize())
         } catch {
             throw SyncIntegrityViolation()
         }
-    }
-
-    /// Adds one stored member; false when its identity is not a structurally valid row identity or the accumulator
-    /// refuses it (a digest that is not 32 octets, an identity out of order, more rows than counted).
-    private static func add(
-        _ identity: UnsafeBufferPointer<UInt8>, _ digest: UnsafeBufferPointer<UInt8>,
-        _ empty: UnsafeBufferPointer<UInt8>, to accumulator: inout ScopeDigestAccumulator
-    ) -> Bool {
-        guard RowIdentity.isStructurallyValid(identity) else { return false }
-        return (try? accumulator.add(identityHead: identity, identityTail: empty, rowDigest: digest)) != nil
     }
 }
 

@@ -54,6 +54,8 @@ struct SchemaActivation {
                 try rewrite(.projection, after: .blob([]))
                 // Every live digest changed with the schema hash: membership's copies follow in one statement.
                 try store.db.cachedStatement(ServerSchema.membershipDigestsFromProjection).run([])
+                // Removed tables' rows left membership and digests may have become NULL: recount every scope.
+                try ScopeCardinality.recountAll(store: store)
                 try rewrite(.stream, after: .integer(0))
                 try copySourceRowsFromProjection()
                 try rewrite(.sourceRows, after: .blob([]))
