@@ -162,22 +162,22 @@ public struct RebuildApplier: Sendable {
         } else {
             page = try Self.verify(received.bytes, scope: scope, manifest: manifest)
         }
-        let written = page.records.map { (tableName: $0.tableName, recordID: $0.recordID) }
-        check?.willWrite(written)
+        check?.willWrite(page.records.map { (tableName: $0.tableName, recordID: $0.recordID) })
         let isFinal = try apply(
             page: page.page, records: page.records, manifest: manifest, responseJSON: page.text,
             requestBytes: body, attempt: attempt, check: check)
-        if !isFinal { check?.committed(written) }
+        if !isFinal { check?.committed() }
         return (isFinal, page.records.count)
     }
 
-    /// A check of the rows this rebuild writes from now on (``RebuildRowCheck``), for finality.
-    func rowCheck() throws(SyncError) -> RebuildRowCheck {
+    /// A check of the rows this rebuild of `scope` writes from now on (``RebuildRowCheck``), for finality.
+    func rowCheck(scope: String) throws(SyncError) -> RebuildRowCheck {
         let (manifest, dataVersion) = try store.readSyncState { connection in
             (try store.activeManifest(on: connection),
              try connection.scalar("PRAGMA data_version")?.integerValue ?? -1)
         }
-        return RebuildRowCheck(path: store.configuration.path, manifest: manifest, dataVersion: dataVersion)
+        return RebuildRowCheck(
+            path: store.configuration.path, scope: scope, manifest: manifest, dataVersion: dataVersion)
     }
 
     private var store: ClientStore { context.store }
