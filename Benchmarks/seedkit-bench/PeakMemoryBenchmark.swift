@@ -4,7 +4,7 @@ extension Benchmark {
     static let memoryPeak = Benchmark(
         name: "memory.peak",
         summary: "peak RSS of `seedkit export`, `verify`, `install`, `pack` (level 3), `unpack` and "
-            + "`sync --until-current` (fresh store) of 1,000,000 catalog rows (× --scale), each a child process "
+            + "`sync --until-current` (fresh store), `rehearse` (with and without --rebuild-compare) of 1,000,000 catalog rows (× --scale), each a child process "
             + "against `seedkit serve` in another process, "
             + "its own VmHWM reported at exit (goal: each < 200 MB); baseline: the same command at 100,000 rows "
             + "(memory bounded by page size: ratio ≈ 1); first, a check of the instrument itself"
@@ -111,7 +111,7 @@ private struct PeakMemoryBenchmark {
         ]
     }
 
-    /// Serves `catalogRows` rows from a `seedkit serve` child, then runs export, install and sync against it.
+    /// Serves `catalogRows` rows from a `seedkit serve` child, then runs export, verify, install, pack, unpack, sync and rehearse against it.
     private func run(_ seedkit: String, catalogRows: Int) throws -> [Measurement] {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("seedkit-bench-memory-\(UUID().uuidString.lowercased())", isDirectory: true)
@@ -172,6 +172,17 @@ private struct PeakMemoryBenchmark {
             measurements.append(try measure(seedkit, "sync", rows: catalogRows, [
                 "sync", "--server", url, "--db", path("client.db"), "--until-current", "--page-limit", Self.pageLimit,
             ], environment: ["SEEDKIT_TOKEN": secret]))
+        }
+        // The seed's first sync on an installed copy, and with a rebuild of every portable scope into a fresh store
+        // compared with it (the pipeline's rehearse step).
+        if wanted("rehearse") {
+            let rehearse = ["rehearse", path("seed.db"), "--server", url, "--token-env", "SEEDKIT_TOKEN",
+                "--page-limit", Self.pageLimit]
+            measurements.append(try measure(
+                seedkit, "rehearse", rows: catalogRows, rehearse, environment: ["SEEDKIT_TOKEN": secret]))
+            measurements.append(try measure(
+                seedkit, "rehearse --rebuild-compare", rows: catalogRows, rehearse + ["--rebuild-compare"],
+                environment: ["SEEDKIT_TOKEN": secret]))
         }
         return measurements
     }

@@ -246,6 +246,9 @@ struct SeedContinuationTests {
 enum ReceiptBreak: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case schemaReference, emptyReceipt, negativeCardinality, invalidChecksum, scopeMissing, scopeHasCursor
     case scopeGeneration, scopeChecksum, localChecksum, cardinality, edgeGeneration, edgeVersion, scopeDigest
+    /// Both a wrong cardinality and a wrong edge: the count is checked first (the edges are streamed, so the count
+    /// is known only at the end, and the edge failure met on the way must not be reported instead).
+    case cardinalityAndEdgeGeneration
 
     var testDescription: String { rawValue }
 
@@ -271,6 +274,8 @@ enum ReceiptBreak: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case .cardinality: return ["\(receipts) cardinality = cardinality + 1"]
         case .edgeGeneration:
             return ["UPDATE _synchro_scope_rows SET generation = 1 WHERE rowid = \(Self.oneCatalogEdge)"]
+        case .cardinalityAndEdgeGeneration:
+            return ReceiptBreak.edgeGeneration.statements + ReceiptBreak.cardinality.statements
         case .edgeVersion:
             return ["""
                 UPDATE _synchro_row_versions SET row_checksum = '\(Self.otherChecksum)'
@@ -292,7 +297,7 @@ enum ReceiptBreak: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case .scopeGeneration: .scopeGeneration
         case .scopeChecksum: .scopeChecksum
         case .localChecksum: .localChecksum
-        case .cardinality: .cardinality
+        case .cardinality, .cardinalityAndEdgeGeneration: .cardinality
         case .edgeGeneration: .edgeGeneration(table: "categories")
         case .edgeVersion: .edgeVersion(table: "categories")
         case .scopeDigest: .scopeDigest

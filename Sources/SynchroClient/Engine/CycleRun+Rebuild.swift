@@ -22,7 +22,7 @@ extension CycleRun {
             events(.rebuildRequested(scope: scope))
             try mapping(.rebuild) { () throws(SyncError) in _ = try applier.start(scope: scope) }
             // The rows each page writes are read back beside the engine, for finality.
-            var check = try mapping(.rebuild) { () throws(SyncError) in try applier.rowCheck() }
+            var check = try mapping(.rebuild) { () throws(SyncError) in try applier.rowCheck(scope: scope) }
             var pages = 0
             while true {
                 guard pages < configuration.maxPages else {
@@ -43,7 +43,7 @@ extension CycleRun {
                     restarts += 1
                     pages = 0
                     try newAttempt(scope: scope, applier: applier)
-                    check = try mapping(.rebuild) { () throws(SyncError) in try applier.rowCheck() }
+                    check = try mapping(.rebuild) { () throws(SyncError) in try applier.rowCheck(scope: scope) }
                     continue
                 }
                 context.store.boundLog(bulk)

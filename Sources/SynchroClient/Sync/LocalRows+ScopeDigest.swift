@@ -27,8 +27,8 @@ extension LocalRows {
     /// rows are re-read, converted to wire values and digested with their stored server version. Inside a tracked
     /// server apply, the value computed earlier over provably the same state is reused (``ScopeDigestMemo``).
     ///
-    /// With `check` (rebuild finality), rows it read back beside the engine after their last write contribute the
-    /// digest it computed, when it still vouches for the state (``RebuildRowCheck``).
+    /// With `check` (rebuild finality), rows it read back beside the engine and matched with their edge contribute
+    /// their stored edge digest, when it still vouches for the state (``RebuildRowCheck``).
     ///
     /// A steady verification inside a tracked server apply (no `check`) reads the stored digest entries of the scope
     /// when they are current (``StoredScopeDigests``), re-digesting only rows changed since; otherwise it recomputes
@@ -69,27 +69,26 @@ extension LocalRows {
         return try audit(scope: scope, detailed: false).checksum
     }
 
-    /// Most rows ``checkedScopeDigest(scope:check:)`` reads itself before it leaves the scope to
-    /// ``streamedScopeDigest(scope:)`` (a resumed attempt whose earlier pages were applied before the check began).
-    static let checkedScopeReadLimit = 4096
-
-    /// The scope digest with each unprotected row's digest taken from `check` when it read the row back after its
-    /// last write, and read here otherwise (the final page's rows, in this transaction). Nil when `check` does not
-    /// vouch for the state (another connection committed since it began, another manifest) or when the rows read
-    /// here would be many or one of them cannot be digested this way; the caller then recomputes every row.
+    /// The scope digest with each unprotected row that `check` read back and matched with its edge after its page
+    /// committed contributing that stored edge digest, and the final page's rows read here, in this transaction.
+    /// Nil when `check` does not vouch for the state (a row that did not match, another connection committed since
+    /// it began, another manifest, an edge count other than the rows it saw written: a row written twice or before
+    /// the check began) or when a row read here cannot be digested this way; the caller then recomputes every row.
     func checkedScopeDigest(scope: String, check: RebuildRowCheck) throws -> Checksum? {
-        guard !check.gaveUp, check.manifest.reference.hash == manifest.schemaHash,
-            try connection.cachedStatement("PRAGMA data_version").scalar()?.integerValue == check.dataVersion
+        guard check.scope == scope, check.manifest.reference.hash == manifest.schemaHash,
+            try connection.cachedStatement("PRAGMA data_version").scalar()?.integerValue == check.dataVersion,
+            let vouched = check.vouched(), let cardinality = try edgeCount(scope: scope),
+            cardinality == vouched.committedRows + vouched.pendingCount,
+            var accumulator = try? ScopeDigestAccumulator(
+                schemaHash: manifest.schemaHashOctets, scopeID: scope, cardinality: UInt64(cardinality))
         else { return nil }
-        check.drain()
-        guard var accumulator = try accumulator(scope: scope) else { return nil }
         var digester = StoredRowDigester(manifest: manifest)
-        var readHere = 0
         for table in tablesInIdentityOrder {
             guard let key = table.primaryKeyColumn, let order = Self.identityOrder(key.logicalType),
                 let layout = digester.layout(for: table)
             else { return nil }
             guard let protected = protectedRecordIDs(of: table) else { return nil }
+            let readHere = vouched.pendingRows[table.tableName] ?? []
             let edges = try connection.prepare("""
                 SELECT record_id, checksum FROM _synchro_scope_rows WHERE scope_id = ? AND table_name = ?
                 ORDER BY \(order)
@@ -100,16 +99,12 @@ extension LocalRows {
             while try edges.step() {
                 let recordID = try edges.text(at: 0)
                 let entry: (identity: RowIdentity, digest: [UInt8])
-                if protected.contains(recordID) {
+                if protected.contains(recordID) || !readHere.contains(recordID) {
                     entry = (try identity(table, key, recordID), Hex.decode(try edges.text(at: 1)) ?? [])
-                } else if let digest = check.digest(tableName: table.tableName, recordID: recordID) {
-                    entry = (try identity(table, key, recordID), digest)
                 } else {
-                    readHere += 1
-                    guard readHere <= Self.checkedScopeReadLimit,
-                        let row = try Self.checkedRow(
-                            read, recordID: recordID, key: key, tableName: table.tableName, layout: layout,
-                            digester: &digester)
+                    guard let row = try Self.checkedRow(
+                        read, recordID: recordID, key: key, tableName: table.tableName, layout: layout,
+                        digester: &digester)
                     else { return nil }
                     entry = row
                 }
@@ -121,12 +116,18 @@ extension LocalRows {
         return try Self.checksum(of: accumulator)
     }
 
+    /// The number of edges of `scope`; nil when that cannot be read.
+    func edgeCount(scope: String) throws -> Int? {
+        guard let count = try connection.cachedStatement(
+            "SELECT count(*) FROM _synchro_scope_rows WHERE scope_id = ?"
+        ).scalar([.text(scope)])?.integerValue, count >= 0
+        else { return nil }
+        return Int(count)
+    }
+
     /// The streaming scope digest of `scope`, declared with its edge count; nil when that cannot be read.
     func accumulator(scope: String) throws -> ScopeDigestAccumulator? {
-        guard let cardinality = try connection.cachedStatement(
-            "SELECT count(*) FROM _synchro_scope_rows WHERE scope_id = ?"
-        ).scalar([.text(scope)])?.integerValue, cardinality >= 0
-        else { return nil }
+        guard let cardinality = try edgeCount(scope: scope) else { return nil }
         return try? ScopeDigestAccumulator(
             schemaHash: manifest.schemaHashOctets, scopeID: scope, cardinality: UInt64(cardinality))
     }

@@ -162,22 +162,22 @@ public struct RebuildApplier: Sendable {
         } else {
             page = try Self.verify(received.bytes, scope: scope, manifest: manifest)
         }
-        let written = page.records.map { (tableName: $0.tableName, recordID: $0.recordID) }
-        check?.willWrite(written)
+        check?.willWrite(page.records.map { (tableName: $0.tableName, recordID: $0.recordID) })
         let isFinal = try apply(
             page: page.page, records: page.records, manifest: manifest, responseJSON: page.text,
             requestBytes: body, attempt: attempt, check: check)
-        if !isFinal { check?.committed(written) }
+        if !isFinal { check?.committed() }
         return (isFinal, page.records.count)
     }
 
-    /// A check of the rows this rebuild writes from now on (``RebuildRowCheck``), for finality.
-    func rowCheck() throws(SyncError) -> RebuildRowCheck {
+    /// A check of the rows this rebuild of `scope` writes from now on (``RebuildRowCheck``), for finality.
+    func rowCheck(scope: String) throws(SyncError) -> RebuildRowCheck {
         let (manifest, dataVersion) = try store.readSyncState { connection in
             (try store.activeManifest(on: connection),
              try connection.scalar("PRAGMA data_version")?.integerValue ?? -1)
         }
-        return RebuildRowCheck(path: store.configuration.path, manifest: manifest, dataVersion: dataVersion)
+        return RebuildRowCheck(
+            path: store.configuration.path, scope: scope, manifest: manifest, dataVersion: dataVersion)
     }
 
     private var store: ClientStore { context.store }
@@ -339,7 +339,7 @@ public struct RebuildApplier: Sendable {
             }
             // Finality in the same transaction: stale provenance pruned, orphans deleted, digest verified.
             try rows.dropEdges(scope: scope, keepingGeneration: attempt.generation)
-            let local = try rows.scopeDigest(scope: scope, check: check)
+            let local = try Self.withSmallCache(on: connection) { try rows.scopeDigest(scope: scope, check: check) }
             guard local == checksum else { throw SyncError.rebuildChecksumMismatch(scope: scope) }
             try connection.run("""
                 UPDATE _synchro_scopes SET cursor = ?, checksum = ?, local_checksum = ? WHERE scope_id = ?
@@ -350,6 +350,17 @@ public struct RebuildApplier: Sendable {
     }
 
     private enum PageOutcome: Sendable { case intermediate, final }
+
+    /// Runs `body` with SQLite's default page cache (2 MiB) instead of a bulk apply's. The scope digest sorts the
+    /// scope's edges in row-identity order, and SQLite's sorter keeps as many bytes in memory as the page cache may
+    /// hold before it spills to a temporary file: under the bulk cache that sort added up to 32 MiB more at
+    /// finality, growing with the scope until the cap (docs/performance.md, tenth session).
+    private static func withSmallCache<Value>(on connection: Connection, _ body: () throws -> Value) throws -> Value {
+        let cache = try connection.scalar("PRAGMA cache_size")?.integerValue
+        try connection.execute("PRAGMA cache_size = -2000")
+        defer { if let cache { _ = try? connection.execute("PRAGMA cache_size = \(cache)") } }
+        return try body()
+    }
 
     private func discardAttempt(scope: String) throws(SyncError) {
         try context.store.applySync { connection in

@@ -6,59 +6,48 @@ import SynchroProtocol
 
 /// The rows of a rebuild re-read and re-digested beside the engine, page by page, for the scope digest that
 /// rebuild finality recomputes (`spec/client-store.md` §9, "Scope digest recomputation"; docs/decisions.md,
-/// "Rebuild finality from rows checked beside the engine").
+/// "Rebuild finality from rows checked beside the engine" and "A rebuild row check of constant memory").
 ///
-/// After each intermediate page commits, the rows it wrote are read back on a read-only connection of their
-/// own, from a snapshot that includes that commit, converted from their stored values and digested with their
-/// stored server version (``LocalRows/recordCheckSQL(_:key:)``, ``StoredRowDigester``), on a thread of their own
-/// while the engine applies the next page. Finality then takes a row's digest from here when nothing can have
-/// changed the row since it was read:
+/// After each intermediate page commits, the rows it wrote are read back on a read-only connection of their own,
+/// from a snapshot that includes that commit, converted from their stored values, digested with their stored server
+/// version (``LocalRows/recordCheckSQL(_:key:)``, ``StoredRowDigester``) and compared, in the same snapshot, with
+/// the row's stored edge digest — on a thread of their own while the engine applies the next page. The check keeps
+/// counts, never a per-row record, so its memory does not grow with the scope. Finality then takes the stored edge
+/// digest of every row the check vouches for, and re-reads only the final page's rows and protected rows' edges,
+/// when all of these hold:
 ///
+/// - every row of every committed page was read back and matched its edge (a row that is protected, missing, not
+///   at its canonical key or holds a value the stored path does not vouch for fails the whole check);
 /// - no commit of another connection since the check began (`PRAGMA data_version` of the engine connection,
 ///   which changes with every commit of any other connection: the application's, another process's);
-/// - no later write of the row by this rebuild (each record carries the number of the page that last wrote it,
-///   each digest the number of pages committed before its snapshot);
+/// - no row written twice by this rebuild, nor one written before the check began: finality's edge count (edges of
+///   the attempt's generation, after the others are dropped) equals the rows the check saw written, final page
+///   included — a row written twice, or one left by an earlier run of the attempt, makes the count differ;
 /// - the same manifest.
 ///
-/// Any other row — protected, written by the final page in finality's own transaction, or applied before the
-/// check began (a resumed attempt) — is read inside the finality transaction as before.
+/// Otherwise finality recomputes every row, as without the check.
 final class RebuildRowCheck: Sendable {
-    /// A row's 32-octet digest, read from a snapshot that includes the first `snapshot` committed pages (about 60
-    /// bytes a row with its key, so that ``maximumRows`` bounds the check's memory).
-    struct Entry: Sendable {
-        let digest: (UInt64, UInt64, UInt64, UInt64)
-        let snapshot: Int32
-
-        init?(digest octets: [UInt8], snapshot: Int) {
-            guard octets.count == 32 else { return nil }
-            func word(_ index: Int) -> UInt64 {
-                octets[(index * 8)..<(index * 8 + 8)].reduce(0) { $0 << 8 | UInt64($1) }
-            }
-            digest = (word(0), word(1), word(2), word(3))
-            self.snapshot = Int32(clamping: snapshot)
-        }
-
-        var octets: [UInt8] {
-            [digest.0, digest.1, digest.2, digest.3].flatMap { word in
-                (0..<8).map { UInt8(truncatingIfNeeded: word >> (56 - 8 * $0)) }
-            }
-        }
+    /// What finality may rely on: the rows of committed pages (each read back and matched), and the rows of the
+    /// page being applied (the final page, read inside finality's transaction), per table name.
+    struct Vouched: Sendable {
+        let committedRows: Int
+        let pendingRows: [String: Set<String>]
+        let pendingCount: Int
     }
 
-    /// Most rows a check keeps: beyond that it stops reading back and finality recomputes every row, as without it.
-    static let maximumRows = 262_144
-
     private struct State {
-        /// Pages committed so far.
-        var committed = 0
-        /// Per table name and record ID: the number of the page that last wrote the row.
-        var lastWrite: [String: [String: Int]] = [:]
-        var entries: [String: [String: Entry]] = [:]
-        /// Rows written so far; past ``RebuildRowCheck/maximumRows`` the check gives up.
-        var rows = 0
+        /// Rows of committed pages.
+        var committedRows = 0
+        /// Rows read back that matched their edge digest.
+        var matchedRows = 0
+        /// A row did not match, or a page could not be read back.
+        var failed = false
+        /// The rows of the page being applied now (at most one page).
+        var pending: [(tableName: String, recordID: String)] = []
     }
 
     private let path: String
+    let scope: String
     let manifest: ClientManifest
     /// The engine connection's `PRAGMA data_version` when the check began.
     let dataVersion: Int64
@@ -67,105 +56,100 @@ final class RebuildRowCheck: Sendable {
     /// The check's read-only connection, opened on first use; touched only on `queue`.
     private let connection = Mutex<Connection?>(nil)
 
-    /// A check of the rows a rebuild writes to the store at `path` from now on; `dataVersion` is the engine
-    /// connection's `PRAGMA data_version` now.
-    init(path: String, manifest: ClientManifest, dataVersion: Int64) {
+    /// A check of the rows a rebuild of `scope` writes to the store at `path` from now on; `dataVersion` is the
+    /// engine connection's `PRAGMA data_version` now.
+    init(path: String, scope: String, manifest: ClientManifest, dataVersion: Int64) {
         self.path = path
+        self.scope = scope
         self.manifest = manifest
         self.dataVersion = dataVersion
     }
 
-    /// Before a page's transaction: `records` (table name, record ID) are written by the next page, so nothing
-    /// read back before it commits counts for them (also when the transaction rolls back).
+    /// Before a page's transaction: `records` (table name, record ID) are the rows the next page writes. A page
+    /// rolled back and tried again replaces them.
     func willWrite(_ records: [(tableName: String, recordID: String)]) {
-        state.withLock { state in
-            state.rows += records.count
-            guard state.rows <= Self.maximumRows else {
-                (state.lastWrite, state.entries) = ([:], [:])
-                return
-            }
-            let page = state.committed + 1
-            for record in records {
-                state.lastWrite[record.tableName, default: [:]][record.recordID] = page
-            }
-        }
+        state.withLock { $0.pending = records }
     }
 
-    /// After the page's transaction committed: reads its `records` back beside the engine.
-    func committed(_ records: [(tableName: String, recordID: String)]) {
-        let keep = state.withLock { state -> Bool in
-            state.committed += 1
-            return state.rows <= Self.maximumRows
+    /// After the page's transaction committed: reads its rows back beside the engine.
+    func committed() {
+        let records = state.withLock { state in
+            defer { state.pending = [] }
+            state.committedRows += state.pending.count
+            return state.pending
         }
-        if keep { queue.async { [self] in check(records) } }
+        queue.async { [self] in check(records) }
     }
-
-    /// Whether the check gave up (more than ``maximumRows`` rows).
-    var gaveUp: Bool { state.withLock { $0.rows > Self.maximumRows } }
 
     /// Waits until every committed page has been read back.
     func drain() {
         queue.sync {}
     }
 
-    /// The digest of the row read back after its last write by this rebuild, if any.
-    func digest(tableName: String, recordID: String) -> [UInt8]? {
-        state.withLock { state in
-            guard let entry = state.entries[tableName]?[recordID],
-                let written = state.lastWrite[tableName]?[recordID], Int(entry.snapshot) >= written
-            else { return nil }
-            return entry.octets
+    /// What finality may rely on once every committed page was read back and each of its rows matched its edge;
+    /// nil when a row did not (finality then recomputes every row).
+    func vouched() -> Vouched? {
+        drain()
+        return state.withLock { state -> Vouched? in
+            guard !state.failed, state.matchedRows == state.committedRows else { return nil }
+            var pending: [String: Set<String>] = [:]
+            for record in state.pending { pending[record.tableName, default: []].insert(record.recordID) }
+            return Vouched(committedRows: state.committedRows, pendingRows: pending, pendingCount: state.pending.count)
         }
     }
 
-    /// Reads `records` back from a snapshot that includes at least the pages committed so far; a row that is
-    /// missing, not at its canonical key or holds a value the stored path does not vouch for is left out.
+    /// Reads `records` back from a snapshot that includes at least their page's commit and compares each row's
+    /// digest with its stored edge digest; counts the matches, or marks the check failed.
     private func check(_ records: [(tableName: String, recordID: String)]) {
         connection.withLock { connection in
             do {
                 if connection == nil {
                     connection = try Connection(path: path, mode: .readOnly)
                 }
-                guard let connection else { return }
-                let snapshot = state.withLock { $0.committed }
-                let found = try connection.transaction(kind: .deferred) { () throws -> [String: [String: Entry]] in
-                    try read(records, snapshot: snapshot, on: connection)
+                guard let connection else {
+                    state.withLock { $0.failed = true }
+                    return
+                }
+                let matched = try connection.transaction(kind: .deferred) { () throws -> Int in
+                    try read(records, on: connection)
                 }
                 state.withLock { state in
-                    for (table, rows) in found {
-                        state.entries[table, default: [:]].merge(rows) { $1 }
-                    }
+                    state.matchedRows += matched
+                    if matched != records.count { state.failed = true }
                 }
             } catch {
-                // A page that cannot be read back here is read inside finality's transaction instead.
+                // A page that cannot be read back leaves finality to read every row.
+                state.withLock { $0.failed = true }
             }
         }
     }
 
-    private func read(
-        _ records: [(tableName: String, recordID: String)], snapshot: Int, on connection: Connection
-    ) throws -> [String: [String: Entry]] {
+    /// How many of `records` hold a row whose digest equals its stored edge digest.
+    private func read(_ records: [(tableName: String, recordID: String)], on connection: Connection) throws -> Int {
         var digester = StoredRowDigester(manifest: manifest.manifest)
-        var found: [String: [String: Entry]] = [:]
         var byTable: [String: [String]] = [:]
         for record in records { byTable[record.tableName, default: []].append(record.recordID) }
+        let edge = try connection.cachedStatement(
+            "SELECT checksum FROM _synchro_scope_rows WHERE scope_id = ? AND table_name = ? AND record_id = ?")
+        var matched = 0
         for table in manifest.localSchema {
             guard let recordIDs = byTable[table.tableName], let key = table.primaryKeyColumn,
                 let layout = digester.layout(for: table)
             else { continue }
             let statement = try connection.cachedStatement(LocalRows.recordCheckSQL(table, key: key))
-            var rows: [String: Entry] = [:]
-            rows.reserveCapacity(recordIDs.count)
             for recordID in recordIDs {
                 guard let (_, digest) = try LocalRows.checkedRow(
                     statement, recordID: recordID, key: key, tableName: table.tableName, layout: layout,
-                    digester: &digester),
-                    let entry = Entry(digest: digest, snapshot: snapshot)
-                else { continue }
-                rows[recordID] = entry
+                    digester: &digester)
+                else { return matched }
+                try edge.bind([.text(scope), .text(table.tableName), .text(recordID)])
+                defer { edge.reset() }
+                guard try edge.step(), edge.storageClass(at: 0) == .text,
+                    Hex.decode(try edge.text(at: 0)) == digest
+                else { return matched }
+                matched += 1
             }
-            found[table.tableName] = rows
         }
-        return found
+        return matched
     }
 }

@@ -167,25 +167,37 @@ enum SeedReceiptStore {
         return nil
     }
 
-    /// Edge count against the cardinality, then each edge's generation and its match with the row version.
+    /// Edge count against the cardinality, then each edge's generation and its match with the row version. The
+    /// edges are streamed, never held (the first sync of a seed of millions of rows): the count is known at the end,
+    /// so the first edge failure is remembered and reported only when the count holds.
     private static func edgeFailure(
         scope: String, cardinality: Int64, on connection: Connection
     ) throws -> SeedReceiptFailure? {
-        let edges = try connection.query("""
+        let edges = try connection.prepare("""
             SELECT e.table_name, e.generation, e.checksum, v.row_checksum
             FROM _synchro_scope_rows e
             LEFT JOIN _synchro_row_versions v ON v.table_name = e.table_name AND v.record_id = e.record_id
             WHERE e.scope_id = ?
-            """, [.text(scope)]
-        ) { (try $0.text(at: 0), $0.int64(at: 1), try $0.text(at: 2), $0.isNull(at: 3) ? nil : try $0.text(at: 3)) }
-        guard Int64(edges.count) == cardinality else { return .cardinality }
-        for (table, generation, edgeHex, versionChecksum) in edges {
-            guard generation == 0 else { return .edgeGeneration(table: table) }
-            guard let version = parseChecksum(versionChecksum), let edge = Hex.decode(edgeHex),
-                version.digest == edge
-            else { return .edgeVersion(table: table) }
+            """)
+        try edges.bind([.text(scope)])
+        defer { edges.reset() }
+        var count: Int64 = 0
+        var first: SeedReceiptFailure?
+        while try edges.step() {
+            count += 1
+            guard first == nil else { continue }
+            if edges.int64(at: 1) != 0 {
+                first = .edgeGeneration(table: try edges.text(at: 0))
+            } else if let version = parseChecksum(edges.isNull(at: 3) ? nil : try edges.text(at: 3)),
+                let edge = Hex.decode(try edges.text(at: 2)), version.digest == edge
+            {
+                continue
+            } else {
+                first = .edgeVersion(table: try edges.text(at: 0))
+            }
         }
-        return nil
+        guard count == cardinality else { return .cardinality }
+        return first
     }
 
     /// A stored checksum object (JSON text); nil when absent or invalid. Member order does not matter.
