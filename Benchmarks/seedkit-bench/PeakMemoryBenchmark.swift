@@ -4,10 +4,10 @@ extension Benchmark {
     static let memoryPeak = Benchmark(
         name: "memory.peak",
         summary: "peak RSS of `seedkit export`, `verify`, `install`, `pack` (level 3), `unpack` and "
-            + "`sync --until-current` (fresh store) of 1,000,000 catalog rows (× --scale), each a child process "
+            + "`sync --until-current` (fresh store) of 1,000,000 catalog rows (100,000 × --scale when given), each a child process "
             + "against `seedkit serve` in another process, "
             + "its own VmHWM reported at exit (goal: each < 200 MB); baseline: the same command at 100,000 rows "
-            + "(memory bounded by page size: ratio ≈ 1); first, a check of the instrument itself"
+            + "(memory bounded by page size: ratio ≈ 1), rows/s at both sizes (goal: ratio ≥ 0.85); first, a check of the instrument itself"
     ) { options in
         try PeakMemoryBenchmark(options: options).figures()
     }
@@ -32,10 +32,7 @@ private struct PeakMemoryBenchmark {
     func figures() throws -> [BenchmarkFigure] {
         let seedkit = try ChildProcess.seedkitExecutable()
         var figures = try instrumentCheck(seedkit)
-        // The baseline stays at 100,000 rows when the measured size grows (`--scale 10`: 10,000,000 rows against
-        // 100,000, the ratio the memory goal is about); a smaller scale shrinks both for a quick run.
-        let small = max(1, Int(100_000 * min(1, options.scale)))
-        let large = max(1, Int(1_000_000 * options.scale))
+        let (small, large) = Self.sizes(options)
         let baselines = try run(seedkit, catalogRows: small)
         let measured = try run(seedkit, catalogRows: large)
         func figure(
@@ -67,8 +64,21 @@ private struct PeakMemoryBenchmark {
             figures.append(BenchmarkFigure(
                 name: "memory.\(measurement.command) (\(measurement.rows) catalog rows) time",
                 value: rate(measurement),
-                unit: "catalog rows/s (\(BenchmarkFigure.format(measurement.wall.seconds)) s wall, \(cpu) s CPU)",
+                unit: "catalog rows/s (\(BenchmarkFigure.format(measurement.wall.seconds)) s wall, \(cpu) s CPU; "
+                    + "linearity goal: ratio ≥ 0.85)",
                 baseline: .init(value: rate(baseline), unit: "rows/s at \(baseline.rows) catalog rows")))
+        }
+        // Where wall time beyond CPU went, at both sizes: waiting for a core (a shared machine), or for the disk.
+        for measurement in baselines + measured {
+            let waits = measurement.outcome.waits
+            figures.append(BenchmarkFigure(
+                name: "memory.\(measurement.command) (\(measurement.rows) catalog rows) waits",
+                value: waits.runQueue.seconds,
+                unit: "s runnable without a core; \(BenchmarkFigure.format(measurement.wall.seconds)) s wall, "
+                    + "\(BenchmarkFigure.format(measurement.outcome.cpu.seconds)) s CPU, "
+                    + "\(waits.majorFaults) major faults, \(BenchmarkFigure.format(Double(waits.readBytes) / 1e6)) MB "
+                    + "read, \(BenchmarkFigure.format(Double(waits.writtenBytes) / 1e6)) MB written, "
+                    + "\(waits.voluntarySwitches) voluntary / \(waits.involuntarySwitches) involuntary switches"))
         }
         let worst = measured.map(\.outcome.peakBytes).max() ?? 0
         figures.append(BenchmarkFigure(
@@ -125,7 +135,7 @@ private struct PeakMemoryBenchmark {
             executable: seedkit,
             arguments: [
                 "serve", "--dataset", try BenchServer.demoDirectory().path, "--rows", String(catalogRows),
-                "--db", path("server.db"), "--listen", "127.0.0.1:0",
+                "--db", Self.serverDatabase(catalogRows: catalogRows, scratch: directory), "--listen", "127.0.0.1:0",
             ],
             environment: ["SEEDKIT_TOKENS": "\(BenchServer.user)=\(secret)", "SEEDKIT_OPERATOR_TOKEN": operatorSecret],
             captureOutput: true)
@@ -147,6 +157,7 @@ private struct PeakMemoryBenchmark {
         var measurements = [
             try measure(seedkit, "export", rows: catalogRows, [
                 "export", "--source", url, "--out", path("seed.db"), "--page-limit", Self.pageLimit, "--quiet",
+                "--timeout", Self.requestTimeout,
             ], environment: ["SEEDKIT_OPERATOR_TOKEN": operatorSecret]),
         ]
         if wanted("verify") {
@@ -155,6 +166,7 @@ private struct PeakMemoryBenchmark {
         if wanted("install") {
             measurements.append(try measure(
                 seedkit, "install", rows: catalogRows, ["install", path("seed.db"), "--to", path("app.db")]))
+            try? FileManager.default.removeItem(atPath: path("app.db"))
         }
         // Level 3: the memory of packing does not depend on the seed's size at any level (bounded windows and
         // jobs), and level 19 would take minutes per 100 MB.
@@ -167,13 +179,25 @@ private struct PeakMemoryBenchmark {
             measurements.append(try measure(seedkit, "unpack", rows: catalogRows, [
                 "unpack", path("seed.db.zst"), "--out", path("unpacked.db"),
             ]))
+            try? FileManager.default.removeItem(atPath: path("unpacked.db"))
         }
         if wanted("sync") {
             measurements.append(try measure(seedkit, "sync", rows: catalogRows, [
                 "sync", "--server", url, "--db", path("client.db"), "--until-current", "--page-limit", Self.pageLimit,
+                "--timeout", Self.requestTimeout,
             ], environment: ["SEEDKIT_TOKEN": secret]))
         }
         return measurements
+    }
+
+    /// The server's database: in the run's scratch directory, or kept in `SEEDKIT_BENCH_SERVER_DIR` as
+    /// `server-ROWS.db` and reused by the next run of the same size (loading 10,000,000 rows takes minutes; the
+    /// server's startup is not a measured figure). A kept store grows by each run's export snapshot and clients.
+    static func serverDatabase(catalogRows: Int, scratch: URL) -> String {
+        guard let kept = ProcessInfo.processInfo.environment["SEEDKIT_BENCH_SERVER_DIR"], !kept.isEmpty else {
+            return scratch.appendingPathComponent("server.db").path
+        }
+        return URL(fileURLWithPath: kept).appendingPathComponent("server-\(catalogRows).db").path
     }
 
     private func measure(
@@ -189,6 +213,19 @@ private struct PeakMemoryBenchmark {
         }
         return Measurement(command: command, rows: rows, outcome: outcome, wall: start.duration(to: clock.now))
     }
+
+    /// The baseline and measured catalog sizes. The measured size is 100,000 × `--scale` rows, as in every other
+    /// benchmark (`--scale 100`: 10,000,000 rows, the size the memory and linearity goals of issue #21 are stated at),
+    /// 1,000,000 rows without the option; the baseline stays at 100,000 rows as the measured size grows, and is a
+    /// tenth of it below 1,000,000 rows (a quick run keeps a tenfold step).
+    static func sizes(_ options: BenchmarkOptions) -> (small: Int, large: Int) {
+        let large = max(1, Int(100_000 * (options.scaleGiven ? options.scale : 10)))
+        return (max(1, min(100_000, large / 10)), large)
+    }
+
+    /// The limit of one request of `export` and `sync`: the server's export manifest digests the whole scope before
+    /// it answers, more than the default 60 s at 10,000,000 rows on a loaded machine.
+    static let requestTimeout = "3600"
 
     private static func megabytes(_ bytes: Int) -> Double {
         Double(bytes) / 1_000_000
