@@ -33,8 +33,9 @@ private struct PeakMemoryBenchmark {
         let seedkit = try ChildProcess.seedkitExecutable()
         var figures = try instrumentCheck(seedkit)
         let (small, large) = Self.sizes(options)
-        let baselines = try run(seedkit, catalogRows: small)
-        let measured = try run(seedkit, catalogRows: large)
+        let (baselines, realCheck) = try run(seedkit, catalogRows: small, checkInstrument: true)
+        if let realCheck { figures.append(realCheck) }
+        let measured = try run(seedkit, catalogRows: large, checkInstrument: false).measurements
         func figure(
             _ measurement: Measurement, _ baseline: Measurement, _ suffix: String,
             _ bytes: KeyPath<ChildProcess.Outcome, Int>, unit: String
@@ -90,6 +91,17 @@ private struct PeakMemoryBenchmark {
     /// The instrument itself: the peak of one small `seedkit` command started from this process as it is, and again
     /// while this process holds 512 MB more of touched memory. The command's own figure must not move (within 5%);
     /// `ru_maxrss` of the second child shows the inherited high-water mark the own figure avoids.
+    /// Touched memory this process holds while a command runs, to show the command's figure does not include it.
+    static func withBallast<Value>(_ body: () throws -> Value) rethrows -> Value {
+        let ballastBytes = 512 * 1024 * 1024
+        let ballast = UnsafeMutableRawPointer.allocate(byteCount: ballastBytes, alignment: 4096)
+        defer { ballast.deallocate() }
+        for offset in stride(from: 0, to: ballastBytes, by: 4096) {
+            ballast.storeBytes(of: 1, toByteOffset: offset, as: UInt8.self)
+        }
+        return try body()
+    }
+
     private func instrumentCheck(_ seedkit: String) throws -> [BenchmarkFigure] {
         func helpPeak() throws -> ChildProcess.Outcome {
             let child = try ChildProcess(
@@ -97,13 +109,7 @@ private struct PeakMemoryBenchmark {
             return try child.wait()
         }
         let plain = try helpPeak()
-        let ballastBytes = 512 * 1024 * 1024
-        let ballast = UnsafeMutableRawPointer.allocate(byteCount: ballastBytes, alignment: 4096)
-        defer { ballast.deallocate() }
-        for offset in stride(from: 0, to: ballastBytes, by: 4096) {
-            ballast.storeBytes(of: 1, toByteOffset: offset, as: UInt8.self)
-        }
-        let inflated = try helpPeak()
+        let inflated = try Self.withBallast { try helpPeak() }
         guard let before = plain.ownPeakBytes, let after = inflated.ownPeakBytes, before > 0 else {
             throw BenchmarkFailure("seedkit did not report its peak memory (SEEDKIT_PEAK_MEMORY_FILE)")
         }
@@ -122,7 +128,12 @@ private struct PeakMemoryBenchmark {
     }
 
     /// Serves `catalogRows` rows from a `seedkit serve` child, then runs export, install and sync against it.
-    private func run(_ seedkit: String, catalogRows: Int) throws -> [Measurement] {
+    ///
+    /// With `checkInstrument`, `verify` runs a second time while this process holds 512 MB more of touched memory:
+    /// the instrument check of ``instrumentCheck(_:)`` on a real command (the figure returned beside).
+    private func run(
+        _ seedkit: String, catalogRows: Int, checkInstrument: Bool
+    ) throws -> (measurements: [Measurement], instrument: BenchmarkFigure?) {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("seedkit-bench-memory-\(UUID().uuidString.lowercased())", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -160,8 +171,22 @@ private struct PeakMemoryBenchmark {
                 "--timeout", Self.requestTimeout,
             ], environment: ["SEEDKIT_OPERATOR_TOKEN": operatorSecret]),
         ]
+        var instrument: BenchmarkFigure?
         if wanted("verify") {
-            measurements.append(try measure(seedkit, "verify", rows: catalogRows, ["verify", path("seed.db")]))
+            let plain = try measure(seedkit, "verify", rows: catalogRows, ["verify", path("seed.db")])
+            measurements.append(plain)
+            if checkInstrument {
+                let inflated = try Self.withBallast {
+                    try measure(seedkit, "verify", rows: catalogRows, ["verify", path("seed.db")])
+                }
+                let ratio = Double(inflated.outcome.peakBytes) / Double(max(1, plain.outcome.peakBytes))
+                instrument = BenchmarkFigure(
+                    name: "memory.instrument: `seedkit verify` (\(catalogRows) catalog rows) own peak with the "
+                        + "benchmark 512 MB larger", value: ratio,
+                    unit: abs(ratio - 1) <= 0.05 ? "× the plain figure, within 5%: instrument sound"
+                        : "× the plain figure, NOT within 5%",
+                    baseline: .init(value: Self.megabytes(plain.outcome.peakBytes), unit: "MB own peak, plain"))
+            }
         }
         if wanted("install") {
             measurements.append(try measure(
@@ -187,7 +212,7 @@ private struct PeakMemoryBenchmark {
                 "--timeout", Self.requestTimeout,
             ], environment: ["SEEDKIT_TOKEN": secret]))
         }
-        return measurements
+        return (measurements, instrument)
     }
 
     /// The server's database: in the run's scratch directory, or kept in `SEEDKIT_BENCH_SERVER_DIR` as
