@@ -52,6 +52,25 @@ final class ChildProcess {
         let sampledFileBytes: Int
         /// User + system time of the child.
         let cpu: Duration
+        /// Where the wall time went besides CPU: time runnable but waiting for a core (the sum over the child's
+        /// threads of `/proc/PID/task/TID/schedstat`'s run-queue delay, sampled while waiting, so a thread's last
+        /// interval before it ended is missed), and the child's I/O as `wait4` counts it.
+        var waits = Waits()
+    }
+
+    /// A finished child's waiting and I/O (``Outcome/waits``).
+    struct Waits {
+        /// Time runnable but not running (other processes held the cores), over the child's threads as sampled.
+        var runQueue: Duration = .zero
+        /// Page faults that read from the disk (`ru_majflt`).
+        var majorFaults = 0
+        /// File-system input and output in octets (`ru_inblock`, `ru_oublock`: 512-octet blocks that reached or
+        /// left the block layer, not reads served by the page cache).
+        var readBytes = 0
+        var writtenBytes = 0
+        /// Context switches: voluntary (waiting for I/O, a lock, a sleep) and involuntary (preempted).
+        var voluntarySwitches = 0
+        var involuntarySwitches = 0
     }
 
     /// `seedkit` beside this benchmark's executable (both are products of the same build).
@@ -161,6 +180,7 @@ final class ChildProcess {
         var status: Int32 = 0
         var usage = rusage()
         var (anonymous, file) = (0, 0)
+        var runQueue: [Int: Int] = [:]
         while true {
             let reaped = wait4(pid, &status, interval == nil ? 0 : WNOHANG, &usage)
             if reaped == pid { break }
@@ -169,6 +189,7 @@ final class ChildProcess {
             let sample = residentMemory()
             anonymous = max(anonymous, sample.anonymous)
             file = max(file, sample.file)
+            for (thread, delay) in runQueueDelays() { runQueue[thread] = max(runQueue[thread] ?? 0, delay) }
             let (seconds, attoseconds) = interval.components
             var pause = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
             nanosleep(&pause, nil)
@@ -176,10 +197,29 @@ final class ChildProcess {
         finished = true
         // WIFEXITED / WEXITSTATUS, which Swift does not import as macros.
         let exited = status & 0x7F == 0
-        return Outcome(
+        var outcome = Outcome(
             exitStatus: exited ? (status >> 8) & 0xFF : nil, maxResidentBytes: Int(usage.ru_maxrss) * 1024,
             ownPeakBytes: reportedPeak(), sampledAnonymousBytes: anonymous, sampledFileBytes: file,
             cpu: usage.cpuTime)
+        outcome.waits = Waits(
+            runQueue: .nanoseconds(runQueue.values.reduce(0, +)), majorFaults: Int(usage.ru_majflt),
+            readBytes: Int(usage.ru_inblock) * 512, writtenBytes: Int(usage.ru_oublock) * 512,
+            voluntarySwitches: Int(usage.ru_nvcsw), involuntarySwitches: Int(usage.ru_nivcsw))
+        return outcome
+    }
+
+    /// Each live thread's run-queue delay so far in nanoseconds (`schedstat`'s second field), by thread ID.
+    private func runQueueDelays() -> [Int: Int] {
+        guard let threads = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return [:] }
+        var delays: [Int: Int] = [:]
+        for thread in threads {
+            guard let id = Int(thread),
+                  let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/schedstat", encoding: .utf8)
+            else { continue }
+            let fields = text.split(separator: " ")
+            if fields.count >= 2, let delay = Int(fields[1]) { delays[id] = delay }
+        }
+        return delays
     }
 
     /// The peak the child wrote at exit, in octets.

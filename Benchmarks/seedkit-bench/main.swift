@@ -41,6 +41,7 @@ struct BenchmarkCommandLine {
                 guard let text = remaining.popFirst(), let value = Double(text), value > 0
                 else { throw BenchmarkFailure("--scale needs a positive number") }
                 options.scale = value
+                options.scaleGiven = true
             default:
                 if argument.hasPrefix("-") { throw BenchmarkFailure("unknown option \(argument)") }
                 filters.append(argument)

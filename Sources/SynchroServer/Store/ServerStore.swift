@@ -19,6 +19,18 @@ final class ServerStore {
     init(
         path: String, dataset: Dataset, rowsOverride: Int?, clock: any ServerClock, checkpointFrames: Int? = nil
     ) throws {
+        if InitialStoreFile.isNewStore(at: path) {
+            try InitialStoreFile.create(at: path) { connection in
+                let loader = ServerStore(loading: connection)
+                try loader.db.transaction {
+                    try loader.db.execute(ServerSchema.script)
+                    try connection.setUserVersion(ServerSchema.version)
+                    try loader.initialize(dataset: dataset, rowsOverride: rowsOverride, clock: clock)
+                    // After the rows: the triggers guard staged rebuild rows, of which a new store has none.
+                    try loader.db.execute(ServerSchema.stagedRowTriggers)
+                }
+            }
+        }
         // Private whatever the umask: the database holds the server's HMAC keys, credentials' effects and rows.
         if !path.hasPrefix("file:") && path != ":memory:" { try PrivateFiles.createIfMissing(path) }
         let connection = try Connection(path: path)
@@ -46,6 +58,13 @@ final class ServerStore {
         } else if try connection.userVersion() != ServerSchema.version {
             throw ServerStoreError.unsupportedLayout(try connection.userVersion())
         }
+    }
+
+    /// A store on the connection of a bulk load (``InitialStoreFile``): no checkpointer, the load's own pragmas.
+    private init(loading connection: Connection) {
+        db = SQLiteStoreExecutor(connection)
+        checkpointer = nil
+        checkpointFrames = 0
     }
 
     /// Connects to PostgreSQL with `connectionString` (libpq's URI or key/value form) and uses the server's schema
@@ -237,6 +256,7 @@ struct InitialLoadBatch {
     }
 
     mutating func flush() throws {
+        CrashPoint.reached("server.load.batch")
         try db.insertRows(
             into: "source_rows", columns: ["identity", "table_id", "pk", "row", "server_version", "state"], sources)
         try db.insertRows(
@@ -262,12 +282,15 @@ enum ServerStoreError: Error, CustomStringConvertible {
     case unsupportedLayout(Int32)
     case missingKey(String)
     case noManifest
+    /// Another process is loading the new store at the same path (``InitialStoreFile``).
+    case loadInProgress
 
     var description: String {
         switch self {
         case .unsupportedLayout(let v): "the database has layout version \(v), this server expects \(ServerSchema.version)"
         case .missingKey: "the database lacks a token key"
         case .noManifest: "the database holds no manifest"
+        case .loadInProgress: "another process is loading the new database at this path; start again when it is done"
         }
     }
 }
