@@ -210,7 +210,9 @@ enum SeedExportFunctions {
                 AND (v_cursor ->> 'ordinal')::bigint = p_expected_row_ordinal THEN
                 v_after := decode(v_cursor ->> 'identity', 'hex');
             END IF;
-            -- Each table's key field, spelled as a JSON string once per page.
+            -- Each table's key field, spelled as a JSON string once per page. The keyset bound is repeated on
+            -- projection: PostgreSQL does not carry an inequality across the join, and a merge join then read
+            -- projection from its first row on every page (quadratic in the scope's size).
             SELECT jsonb_object_agg(t ->> 'table_id', to_json(t ->> 'primary_key_field_id')::text) INTO v_keys
               FROM seedkit_server.manifests m, jsonb_array_elements(convert_from(m.manifest, 'UTF8')::jsonb -> 'tables') t
              WHERE m.version = (v_state ->> 'schema_version')::bigint;
@@ -231,6 +233,7 @@ enum SeedExportFunctions {
                                    p.table_id, v_keys ->> p.table_id, p.pk, p.row, p.server_version, p.row_digest) AS record
                         FROM seedkit_server.membership m JOIN seedkit_server.projection p ON p.identity = m.identity
                         WHERE m.scope_id = p_scope_id COLLATE "C" AND p.state = 0 AND m.identity > v_after
+                          AND p.identity > v_after
                         ORDER BY m.identity LIMIT p_limit) r;
             END IF;
             IF v_incomplete > 0 THEN
