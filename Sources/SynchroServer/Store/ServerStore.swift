@@ -207,6 +207,7 @@ final class ServerStore {
         }
         try batch.flush()
         try setMeta("version_counter", .integer(counter))
+        try db.analyze(["source_rows", "projection", "membership"])
     }
 }
 
