@@ -40,12 +40,6 @@ final class PostgresStoreExecutor: StoreExecutor {
     /// enough that the round trip no longer dominates, small enough to keep a statement's parameters small.
     static let rowsPerInsert = 500
 
-    /// Without statistics (autovacuum analyzes a fresh table only after a while) the planner guessed the SQL
-    /// export's page join badly right after an initial load; `ANALYZE` may run inside the load's transaction.
-    func analyze(_ tables: [String]) throws {
-        try execute("ANALYZE " + tables.joined(separator: ", "))
-    }
-
     func insertRows(into table: String, columns: [String], _ rows: [[SQLiteValue]]) throws {
         let perStatement = max(1, min(Self.rowsPerInsert, 32_767 / max(1, columns.count)))
         var start = rows.startIndex

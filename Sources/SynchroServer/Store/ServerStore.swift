@@ -207,7 +207,6 @@ final class ServerStore {
         }
         try batch.flush()
         try setMeta("version_counter", .integer(counter))
-        try db.analyze(["source_rows", "projection", "membership"])
     }
 }
 

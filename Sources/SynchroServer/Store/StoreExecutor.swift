@@ -17,8 +17,6 @@ protocol StoreExecutor: AnyObject {
     /// SQLite runs one cached statement per row (in-process, nothing to save); PostgreSQL sends multi-row
     /// statements, one round trip per many rows instead of one per row.
     func insertRows(into table: String, columns: [String], _ rows: [[SQLiteValue]]) throws
-    /// Refreshes the planner's statistics of `tables` after a bulk load (PostgreSQL's `ANALYZE`; SQLite: nothing).
-    func analyze(_ tables: [String]) throws
     /// Runs `body` in a write transaction: one writer at a time across every process using the database.
     func transaction<Value>(_ body: () throws -> Value) throws -> Value
     /// Runs `body` in a savepoint inside the current transaction, rolled back to when `body` throws.
@@ -86,9 +84,6 @@ final class SQLiteStoreExecutor: StoreExecutor {
     func execute(_ script: String) throws {
         try connection.execute(script)
     }
-
-    /// SQLite's behaviour stays as it was: its planner needs no statistics for these keyed reads.
-    func analyze(_ tables: [String]) throws {}
 
     func insertRows(into table: String, columns: [String], _ rows: [[SQLiteValue]]) throws {
         let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
