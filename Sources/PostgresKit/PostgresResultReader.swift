@@ -14,7 +14,8 @@ enum PostgresResultReader {
             rows.append((0..<columnCount).map { value(result, row: row, column: $0) })
         }
         let tag = String(cString: PQcmdTuples(result))
-        return PostgresRows(columns: columns, rows: rows, affectedRows: Int(tag))
+        let types = (0..<columnCount).map { UInt32(PQftype(result, $0)) }
+        return PostgresRows(columns: columns, rows: rows, affectedRows: Int(tag), columnTypes: types)
     }
 
     /// Throws the error a result reports; returns for a command or tuple result.

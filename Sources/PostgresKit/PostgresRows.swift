@@ -9,12 +9,20 @@ public struct PostgresRows: Sendable, Equatable {
     public let rows: [[[UInt8]?]]
     /// The command tag's row count for INSERT, UPDATE, DELETE and friends (`PQcmdTuples`), nil when none.
     public let affectedRows: Int?
+    /// Each column's type OID (`PQftype`), in column order: a caller can tell `json` text, sent as the server
+    /// built it, from `jsonb` text, which PostgreSQL prints in its own member order.
+    public let columnTypes: [UInt32]
+
+    /// The type OIDs of `json` and `jsonb` (`pg_type.h`; fixed since PostgreSQL 9.2 and 9.4).
+    public static let jsonType: UInt32 = 114
+    public static let jsonbType: UInt32 = 3802
 
     /// Creates a result (tests build expected values with it).
-    public init(columns: [String], rows: [[[UInt8]?]], affectedRows: Int? = nil) {
+    public init(columns: [String], rows: [[[UInt8]?]], affectedRows: Int? = nil, columnTypes: [UInt32] = []) {
         self.columns = columns
         self.rows = rows
         self.affectedRows = affectedRows
+        self.columnTypes = columnTypes
     }
 
     /// The value of `column` in row `row` as UTF-8 text, nil for NULL.

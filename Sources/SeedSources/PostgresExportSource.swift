@@ -9,9 +9,12 @@ import SynchroProtocol
 /// `synchro.synchro_portable_seed_manifest(page_limit)` and `synchro.synchro_portable_seed_scope(…)`, all inside
 /// one `SERIALIZABLE READ ONLY DEFERRABLE` transaction that ``schemaManifest()`` begins and ``finish()`` commits.
 ///
-/// Results are jsonb text: they go through the strict parser, a `{"error":{…}}` result becomes a typed refusal,
+/// Results that are jsonb text go through the strict parser, a `{"error":{…}}` result becomes a typed refusal,
 /// and the rest is re-encoded in RFC 8785 form (jsonb reorders members and respells numbers), so the exporter
-/// checks exactly what it checks for the HTTP source. One page is in memory at a time.
+/// checks exactly what it checks for the HTTP source. A page that arrives as `json` text shaped as a page (the
+/// reference server's functions build the HTTP export's exact page text from stored canonical octets) is handed
+/// over as it arrived, as the HTTP source hands over a response body: the exporter parses it once and checks
+/// every record, digest and token. One page is in memory at a time.
 ///
 /// The connection string is libpq's (`postgresql://USER@HOST:PORT/DB`, `key=value` pairs, `PG*` variables,
 /// `~/.pgpass`, `sslmode`…); it is never kept or printed: messages name ``target``. Calls are serialized (the
@@ -82,12 +85,13 @@ public final class PostgresExportSource: SeedExportSource {
 
     public func scopePage(_ request: SeedPageRequest) throws(SeedExportError) -> [UInt8] {
         try session.withLock { (session: inout sending Session) throws(SeedExportError) -> [UInt8] in
-            let value = try session.call(
+            let result = try session.result(
                 Function.scopePage,
                 "SELECT synchro.synchro_portable_seed_scope($1::text, $2::text, $3::text, $4::bigint, $5::integer)",
                 [request.scopeID, request.pageToken, request.receipt, String(request.expectedRowOrdinal),
                  String(request.limit)])
-            return try Self.canonical(value, route: Function.scopePage)
+            if Self.isPageText(result.bytes, type: result.type) { return result.bytes }
+            return try Self.canonical(session.decode(Function.scopePage, result.bytes), route: Function.scopePage)
         }
     }
 
@@ -145,6 +149,15 @@ public final class PostgresExportSource: SeedExportSource {
                 route: "pg_extension", failure: .interfaceVersion(found: version, supported: supportedExtensionSeries))
         }
     }
+
+    /// Whether a page result is `json` text that starts as a page does (`{"scope":`): handed over unparsed. A
+    /// refusal (`{"error":…}`) or any other text takes the parsing path; jsonb text (which also starts with its
+    /// shortest member, `scope`) is always re-encoded.
+    static func isPageText(_ bytes: [UInt8], type: UInt32?) -> Bool {
+        type == PostgresRows.jsonType && bytes.starts(with: pagePrefix)
+    }
+
+    private static let pagePrefix = Array(#"{"scope":"#.utf8)
 
     /// The RFC 8785 octets of a result.
     static func canonical(_ value: JSONValue, route: String) throws(SeedExportError) -> [UInt8] {
@@ -210,6 +223,13 @@ private struct Session {
 
     /// Runs one function call and returns its JSON result, refusing SQL NULL and `{"error":{…}}`.
     func call(_ function: String, _ sql: String, _ parameters: [String?]) throws(SeedExportError) -> JSONValue {
+        try decode(function, result(function, sql, parameters).bytes)
+    }
+
+    /// Runs one function call and returns its result's octets and type OID, refusing SQL NULL.
+    func result(
+        _ function: String, _ sql: String, _ parameters: [String?]
+    ) throws(SeedExportError) -> (bytes: [UInt8], type: UInt32?) {
         let rows: PostgresRows
         do {
             rows = try connection.execute(sql, parameters)
@@ -220,6 +240,11 @@ private struct Session {
         guard let first = rows.rows.first, let bytes = first.first ?? nil else {
             throw .database(route: function, failure: .nullResult)
         }
+        return (bytes, rows.columnTypes.first)
+    }
+
+    /// A result's JSON value through the strict parser, `{"error":{…}}` becoming a typed refusal.
+    func decode(_ function: String, _ bytes: [UInt8]) throws(SeedExportError) -> JSONValue {
         let value: JSONValue
         do {
             value = try StrictJSONParser().parse(bytes)

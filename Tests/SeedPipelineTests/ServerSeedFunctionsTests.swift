@@ -42,6 +42,38 @@ final class WritingSource: SeedExportSource {
     }
 }
 
+/// Keeps the octets of every page a source returns, in order.
+final class RecordingSource: SeedExportSource {
+    private let base: any SeedExportSource
+    let pages = Mutex<[[UInt8]]>([])
+
+    init(_ base: any SeedExportSource) {
+        self.base = base
+    }
+
+    func schemaManifest() throws(SeedExportError) -> [UInt8] { try base.schemaManifest() }
+    func exportManifest(pageLimit: Int64) throws(SeedExportError) -> [UInt8] {
+        try base.exportManifest(pageLimit: pageLimit)
+    }
+    func finish() throws(SeedExportError) { try base.finish() }
+
+    func scopePage(_ request: SeedPageRequest) throws(SeedExportError) -> [UInt8] {
+        let page = try base.scopePage(request)
+        pages.withLock { $0.append(page) }
+        return page
+    }
+
+    /// The octets of a page's `records` array: everything but the export's own page token.
+    static func records(_ page: [UInt8]) -> [UInt8] {
+        let start = Array(#","records":["#.utf8)
+        let end = Array(#"],"page_token":"#.utf8)
+        guard let from = page.firstRange(of: start)?.upperBound,
+              let to = page[from...].firstRange(of: end)?.lowerBound
+        else { return [] }
+        return Array(page[from..<to])
+    }
+}
+
 /// Issue #17's end-to-end test: the reference server serves the demo dataset from PostgreSQL, and its own
 /// `synchro` functions (``SeedExportFunctions`` in SynchroServer, not the replay fixture) export a seed through
 /// `PostgresExportSource` as a login that is a member of `synchro_seed`. That seed has the HTTP export's rows and
@@ -145,6 +177,41 @@ struct ServerSeedFunctionsTests {
         let outcome = try rehearse(pgSeed, on: second)
         #expect(outcome.rehearsal.passed)
         #expect(outcome.rehearsal.scopes.allSatisfy { $0.continued && !$0.rebuilt })
+    }
+
+    @Test("after operator updates, every SQL page carries the HTTP export's exact record octets, with the new values")
+    func storedRowsAgreeWithTheRows() throws {
+        // Values whose JSON needs escapes, and non-ASCII text: the pages splice the stored canonical octets.
+        let written: [(json: String, value: String)] = [
+            (#"quote \" backslash \\ tab \t bell \u0007 é 😀 \u2028"#, "quote \" backslash \\ tab \t bell \u{07} é 😀 \u{2028}"),
+            ("plain rename", "plain rename"),
+        ]
+        for (index, name) in written.enumerated() {
+            let row = #"{"fld_category_id":\#(index + 1),"fld_category_name":"\#(name.json)"}"#
+            _ = try server.engine.operatorWrite(
+                table: "tbl_categories", pk: .number(JSONNumber(Int64(index + 1))), row: try StrictJSONParser().parse(row))
+        }
+        let http = RecordingSource(
+            try HTTPExportSource(baseURL: server.baseURL, operatorToken: RunningServer.operatorToken))
+        let sql = RecordingSource(try source(login: exporter))
+        let httpReport = try SeedExporter.export(
+            from: http, to: directory.path("http.db"), options: .init(pageLimit: Self.pageLimit))
+        let sqlReport = try SeedExporter.export(
+            from: sql, to: directory.path("pg.db"), options: .init(pageLimit: Self.pageLimit))
+        #expect(sqlReport.scopes.map(\.checksum) == httpReport.scopes.map(\.checksum))
+        let httpPages = http.pages.withLock { $0 }
+        let sqlPages = sql.pages.withLock { $0 }
+        #expect(sqlPages.count == httpPages.count && sqlPages.count > 3)
+        for (sqlPage, httpPage) in zip(sqlPages, httpPages) {
+            // Handed over as the function built it: the HTTP page's member order, not RFC 8785's.
+            #expect(sqlPage.starts(with: Array(#"{"scope":"#.utf8)))
+            #expect(!RecordingSource.records(sqlPage).isEmpty)
+            #expect(RecordingSource.records(sqlPage) == RecordingSource.records(httpPage))
+        }
+        let values = try rows(directory.path("pg.db")).values.flatMap { $0 }.flatMap { $0 }
+        for name in written {
+            #expect(values.contains(.text(name.value)), "the written value is in the seed")
+        }
     }
 
     @Test("writes committed while the export transaction is open stay out of it; the seed continues and pulls them")

@@ -135,19 +135,34 @@ enum SeedExportFunctions {
     /// Upstream's checks in upstream's order, each answered as upstream answers it (a SQL error or a JSON
     /// `invalid_request`); a page is the slice `[ordinal, ordinal + limit)` of the scope's live rows in identity
     /// order, read after the previous page's last identity when the session remembers it (OFFSET otherwise).
+    ///
+    /// The page is one set-based query that splices the stored canonical octets (`projection.pk`, `projection.row`,
+    /// `projection.row_digest`, written by the materializer in the transaction that materialized the row) into the
+    /// exact text the HTTP export's ``SeedExportPage`` writes: no row is parsed, rebuilt or re-canonicalized here.
+    /// The result type is `json`, which keeps that text as built (a `jsonb` result would be parsed, reordered and
+    /// printed again); the members and their JSON types are upstream's (`docs/decisions.md`).
     static let scopePage = #"""
+        DO $drop$ BEGIN
+            -- Earlier installations returned jsonb; CREATE OR REPLACE cannot change a result type.
+            IF EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+                       WHERE n.nspname = 'synchro' AND p.proname = 'synchro_portable_seed_scope'
+                         AND p.prorettype = 'pg_catalog.jsonb'::pg_catalog.regtype) THEN
+                DROP FUNCTION synchro.synchro_portable_seed_scope(text, text, text, bigint, integer);
+            END IF;
+        END $drop$;
         CREATE OR REPLACE FUNCTION synchro.synchro_portable_seed_scope(
             p_scope_id text, p_page_token text, p_continuation_receipt text, p_expected_row_ordinal bigint,
             p_limit integer DEFAULT 1000)
-        RETURNS jsonb LANGUAGE plpgsql STRICT SECURITY DEFINER SET search_path = pg_catalog, synchro AS $f$
+        RETURNS json LANGUAGE plpgsql STRICT SECURITY DEFINER SET search_path = pg_catalog, synchro AS $f$
         DECLARE
             v_state jsonb;
             v_cardinality bigint;
             v_cursor jsonb;
             v_after bytea;
             v_keys jsonb;
-            v_records jsonb;
+            v_records text;
             v_count bigint;
+            v_incomplete bigint;
             v_last bytea;
             v_end bigint;
             v_more boolean;
@@ -157,62 +172,72 @@ enum SeedExportFunctions {
             ELSIF starts_with(btrim(p_scope_id), 'user:') THEN
                 RAISE EXCEPTION 'shared scope_id must not use the reserved user: prefix' USING ERRCODE = 'XX000';
             ELSIF p_limit < 1 OR p_limit > 1000 THEN
-                RETURN seedkit_server.seed_invalid_request('portable seed limit must be between 1 and 1000');
+                RETURN seedkit_server.seed_invalid_request('portable seed limit must be between 1 and 1000')::json;
             ELSIF p_expected_row_ordinal < 0 THEN
-                RETURN seedkit_server.seed_invalid_request('portable seed expected row ordinal is invalid');
+                RETURN seedkit_server.seed_invalid_request('portable seed expected row ordinal is invalid')::json;
             END IF;
             v_state := seedkit_server.seed_state_load('synchro.seed_export_state', 'session');
             IF v_state IS NULL THEN
-                RETURN seedkit_server.seed_invalid_request('portable seed export transaction is unavailable');
+                RETURN seedkit_server.seed_invalid_request('portable seed export transaction is unavailable')::json;
             ELSIF p_page_token = '' THEN
-                RETURN seedkit_server.seed_invalid_request('portable seed page token is required');
+                RETURN seedkit_server.seed_invalid_request('portable seed page token is required')::json;
             ELSIF p_continuation_receipt = '' THEN
-                RETURN seedkit_server.seed_invalid_request('portable seed continuation receipt is required');
+                RETURN seedkit_server.seed_invalid_request('portable seed continuation receipt is required')::json;
             ELSIF NOT EXISTS (SELECT 1 FROM seedkit_server.shared_scopes
                               WHERE scope_id = p_scope_id COLLATE "C" AND portable) THEN
-                RETURN seedkit_server.seed_invalid_request(format('scope %s is not portable', p_scope_id));
+                RETURN seedkit_server.seed_invalid_request(format('scope %s is not portable', p_scope_id))::json;
             ELSIF NOT seedkit_server.seed_transaction_valid() THEN
                 RETURN seedkit_server.seed_invalid_request(
-                    'portable seed requires SERIALIZABLE READ ONLY DEFERRABLE');
+                    'portable seed requires SERIALIZABLE READ ONLY DEFERRABLE')::json;
             ELSIF v_state -> 'scopes' -> p_scope_id IS NULL THEN
-                RETURN seedkit_server.seed_invalid_request('portable seed scope state is missing');
+                RETURN seedkit_server.seed_invalid_request('portable seed scope state is missing')::json;
             ELSIF p_limit <> (v_state ->> 'page_limit')::integer THEN
-                RETURN seedkit_server.seed_invalid_request('portable seed page limit does not match the export');
+                RETURN seedkit_server.seed_invalid_request('portable seed page limit does not match the export')::json;
             ELSIF NOT seedkit_server.seed_same(p_page_token,
                       seedkit_server.seed_page_token(v_state, p_scope_id, p_expected_row_ordinal)) THEN
-                RETURN seedkit_server.seed_invalid_request('portable seed page token binding is invalid');
+                RETURN seedkit_server.seed_invalid_request('portable seed page token binding is invalid')::json;
             ELSIF NOT seedkit_server.seed_same(p_continuation_receipt,
                       seedkit_server.seed_receipt(v_state, p_scope_id)) THEN
-                RETURN seedkit_server.seed_invalid_request('portable seed continuation receipt binding is invalid');
+                RETURN seedkit_server.seed_invalid_request(
+                    'portable seed continuation receipt binding is invalid')::json;
             END IF;
             v_cardinality := (v_state -> 'scopes' -> p_scope_id ->> 'cardinality')::bigint;
             IF p_expected_row_ordinal > 0 AND p_expected_row_ordinal >= v_cardinality THEN
-                RETURN seedkit_server.seed_invalid_request('portable seed page ordinal is outside the export');
+                RETURN seedkit_server.seed_invalid_request('portable seed page ordinal is outside the export')::json;
             END IF;
             v_cursor := seedkit_server.seed_state_load('synchro.seed_export_cursor', 'cursor');
             IF v_cursor ->> 'export_id' = v_state ->> 'export_id' AND v_cursor ->> 'scope_id' = p_scope_id
                 AND (v_cursor ->> 'ordinal')::bigint = p_expected_row_ordinal THEN
                 v_after := decode(v_cursor ->> 'identity', 'hex');
             END IF;
-            SELECT jsonb_object_agg(t ->> 'table_id', t ->> 'primary_key_field_id') INTO v_keys
+            -- Each table's key field, spelled as a JSON string once per page. The keyset bound is repeated on
+            -- projection: PostgreSQL does not carry an inequality across the join, and a merge join then read
+            -- projection from its first row on every page (quadratic in the scope's size).
+            SELECT jsonb_object_agg(t ->> 'table_id', to_json(t ->> 'primary_key_field_id')::text) INTO v_keys
               FROM seedkit_server.manifests m, jsonb_array_elements(convert_from(m.manifest, 'UTF8')::jsonb -> 'tables') t
              WHERE m.version = (v_state ->> 'schema_version')::bigint;
             IF v_after IS NULL THEN
-                SELECT coalesce(jsonb_agg(seedkit_server.seed_record(r.table_id, r.pk, r.row, r.server_version, r.row_digest, v_keys) ORDER BY r.identity), '[]'),
-                       count(*), (array_agg(r.identity ORDER BY r.identity DESC))[1]
-                  INTO v_records, v_count, v_last
-                  FROM (SELECT m.identity, p.table_id, p.pk, p.row, p.server_version, p.row_digest
+                SELECT string_agg(r.record, ',' ORDER BY r.identity), count(*),
+                       count(*) FILTER (WHERE r.record IS NULL), (array_agg(r.identity ORDER BY r.identity DESC))[1]
+                  INTO v_records, v_count, v_incomplete, v_last
+                  FROM (SELECT m.identity, seedkit_server.seed_record_text(
+                                   p.table_id, v_keys ->> p.table_id, p.pk, p.row, p.server_version, p.row_digest) AS record
                         FROM seedkit_server.membership m JOIN seedkit_server.projection p ON p.identity = m.identity
                         WHERE m.scope_id = p_scope_id COLLATE "C" AND p.state = 0
                         ORDER BY m.identity OFFSET p_expected_row_ordinal LIMIT p_limit) r;
             ELSE
-                SELECT coalesce(jsonb_agg(seedkit_server.seed_record(r.table_id, r.pk, r.row, r.server_version, r.row_digest, v_keys) ORDER BY r.identity), '[]'),
-                       count(*), (array_agg(r.identity ORDER BY r.identity DESC))[1]
-                  INTO v_records, v_count, v_last
-                  FROM (SELECT m.identity, p.table_id, p.pk, p.row, p.server_version, p.row_digest
+                SELECT string_agg(r.record, ',' ORDER BY r.identity), count(*),
+                       count(*) FILTER (WHERE r.record IS NULL), (array_agg(r.identity ORDER BY r.identity DESC))[1]
+                  INTO v_records, v_count, v_incomplete, v_last
+                  FROM (SELECT m.identity, seedkit_server.seed_record_text(
+                                   p.table_id, v_keys ->> p.table_id, p.pk, p.row, p.server_version, p.row_digest) AS record
                         FROM seedkit_server.membership m JOIN seedkit_server.projection p ON p.identity = m.identity
                         WHERE m.scope_id = p_scope_id COLLATE "C" AND p.state = 0 AND m.identity > v_after
+                          AND p.identity > v_after
                         ORDER BY m.identity LIMIT p_limit) r;
+            END IF;
+            IF v_incomplete > 0 THEN
+                RAISE EXCEPTION 'verifying portable seed scope: a live row is incomplete' USING ERRCODE = 'XX000';
             END IF;
             -- The snapshot is the export's: a page shorter than the export promised means the data is damaged.
             IF v_count <> least(p_limit, greatest(0, v_cardinality - p_expected_row_ordinal)) THEN
@@ -226,10 +251,10 @@ enum SeedExportFunctions {
                     'export_id', v_state -> 'export_id', 'scope_id', p_scope_id, 'ordinal', v_end,
                     'identity', encode(v_last, 'hex')));
             END IF;
-            RETURN jsonb_build_object('scope', p_scope_id, 'records', v_records,
-                'page_token', CASE WHEN v_more
-                    THEN to_jsonb(seedkit_server.seed_page_token(v_state, p_scope_id, v_end)) ELSE 'null'::jsonb END,
-                'has_more', v_more);
+            RETURN ('{"scope":' || to_json(p_scope_id)::text || ',"records":[' || coalesce(v_records, '')
+                || '],"page_token":' || CASE WHEN v_more
+                    THEN to_json(seedkit_server.seed_page_token(v_state, p_scope_id, v_end))::text ELSE 'null' END
+                || ',"has_more":' || CASE WHEN v_more THEN 'true' ELSE 'false' END || '}')::json;
         END
         $f$;
         """#

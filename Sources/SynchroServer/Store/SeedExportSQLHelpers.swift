@@ -184,19 +184,20 @@ enum SeedExportSQLHelpers {
         END
         $f$;
 
-        -- One record of a page: {table, pk: {key field: value}, row_checksum, server_version, row}.
-        CREATE OR REPLACE FUNCTION seedkit_server.seed_record(
-            p_table text, p_pk bytea, p_row bytea, p_version text, p_digest bytea, p_keys jsonb)
-        RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS $f$
-        BEGIN
-            IF p_row IS NULL OR p_digest IS NULL OR length(p_digest) <> 32 OR p_keys ->> p_table IS NULL THEN
-                RAISE EXCEPTION 'verifying portable seed scope: a live row is incomplete' USING ERRCODE = 'XX000';
-            END IF;
-            RETURN jsonb_build_object('table', p_table,
-                'pk', jsonb_build_object(p_keys ->> p_table, convert_from(p_pk, 'UTF8')::jsonb),
-                'row_checksum', seedkit_server.seed_checksum(p_digest), 'server_version', p_version,
-                'row', convert_from(p_row, 'UTF8')::jsonb);
-        END
+        -- One record of a page as the HTTP export's SeedExportPage writes it, {table, pk: {key field: value},
+        -- row_checksum, server_version, row}, spliced from the stored canonical octets (p_key is the key field as a
+        -- JSON string). NULL when anything is missing or the digest is not 32 octets: the page refuses it. A plain
+        -- STABLE SQL expression, so the planner inlines it into the page query (no call per row).
+        DROP FUNCTION IF EXISTS seedkit_server.seed_record(text, bytea, bytea, text, bytea, jsonb);
+        CREATE OR REPLACE FUNCTION seedkit_server.seed_record_text(
+            p_table text, p_key text, p_pk bytea, p_row bytea, p_version text, p_digest bytea)
+        RETURNS text LANGUAGE sql STABLE AS $f$
+            SELECT CASE WHEN length(p_digest) = 32 THEN
+                '{"table":' || to_json(p_table)::text || ',"pk":{' || p_key || ':' || convert_from(p_pk, 'UTF8')
+                || '},"row_checksum":{"algorithm":"sha256","version":1,"encoding":"hex","digest":"'
+                || encode(p_digest, 'hex') || '"},"server_version":' || to_json(p_version)::text
+                || ',"row":' || convert_from(p_row, 'UTF8') || '}'
+            END
         $f$;
 
         -- The export session lives in transaction-local settings, which any role can set: each is stored as
