@@ -232,6 +232,31 @@ struct ServerSeedFunctionsTests {
         #expect(outcome.rehearsal.scopes.allSatisfy { $0.continued && $0.matchesRebuild == true })
     }
 
+    @Test("a live member whose projection row carries another digest, or is not live, fails its page: nothing published",
+          arguments: [
+              "UPDATE seedkit_server.projection SET row_digest = sha256('forged'::bytea)",
+              "UPDATE seedkit_server.projection SET state = 1",
+          ])
+    func damagedProjectionRowFailsThePage(damage: String) throws {
+        // A member in the middle of a page after the first: the page is chosen on membership, the row looked up.
+        // (The server's own triggers on projection name its tables unqualified.)
+        try cluster.execute("""
+            DO $$ BEGIN
+                PERFORM set_config('search_path', 'seedkit_server', true);
+                \(damage) WHERE identity = (SELECT identity FROM seedkit_server.membership
+                                           WHERE row_digest IS NOT NULL AND scope_id IN
+                                               (SELECT scope_id FROM seedkit_server.shared_scopes WHERE portable)
+                                           ORDER BY identity LIMIT 1 OFFSET 45);
+            END $$
+            """, database: database)
+        let output = directory.path("damaged.db")
+        #expect(throws: SeedExportError.self) {
+            _ = try SeedExporter.exportWithEvidence(
+                from: try source(login: exporter), to: output, options: .init(pageLimit: Self.pageLimit))
+        }
+        #expect(!FileManager.default.fileExists(atPath: output))
+    }
+
     @Test("a login outside synchro_seed is not_seed_exporter; a dropped function is export_function_missing")
     func refusals() throws {
         let output = directory.path("pg.db")

@@ -210,9 +210,12 @@ enum SeedExportFunctions {
                 AND (v_cursor ->> 'ordinal')::bigint = p_expected_row_ordinal THEN
                 v_after := decode(v_cursor ->> 'identity', 'hex');
             END IF;
-            -- Each table's key field, spelled as a JSON string once per page. The keyset bound is repeated on
-            -- projection: PostgreSQL does not carry an inequality across the join, and a merge join then read
-            -- projection from its first row on every page (quadratic in the scope's size).
+            -- Each table's key field, spelled as a JSON string once per page.
+            -- The page is chosen on membership alone (a live member carries its row digest, layout 3) and each of
+            -- its identities is then looked up in projection: the plan is a range of membership's key plus one key
+            -- lookup a row whatever the table statistics say (a join planned from statistics read projection from
+            -- its first row on every page, or worse after ANALYZE). A member whose projection row is missing, not
+            -- live, or carries another digest yields no record, and the page fails as incomplete.
             SELECT jsonb_object_agg(t ->> 'table_id', to_json(t ->> 'primary_key_field_id')::text) INTO v_keys
               FROM seedkit_server.manifests m, jsonb_array_elements(convert_from(m.manifest, 'UTF8')::jsonb -> 'tables') t
              WHERE m.version = (v_state ->> 'schema_version')::bigint;
@@ -220,21 +223,27 @@ enum SeedExportFunctions {
                 SELECT string_agg(r.record, ',' ORDER BY r.identity), count(*),
                        count(*) FILTER (WHERE r.record IS NULL), (array_agg(r.identity ORDER BY r.identity DESC))[1]
                   INTO v_records, v_count, v_incomplete, v_last
-                  FROM (SELECT m.identity, seedkit_server.seed_record_text(
-                                   p.table_id, v_keys ->> p.table_id, p.pk, p.row, p.server_version, p.row_digest) AS record
-                        FROM seedkit_server.membership m JOIN seedkit_server.projection p ON p.identity = m.identity
-                        WHERE m.scope_id = p_scope_id COLLATE "C" AND p.state = 0
-                        ORDER BY m.identity OFFSET p_expected_row_ordinal LIMIT p_limit) r;
+                  FROM (SELECT k.identity, seedkit_server.seed_record_text(
+                                   p.table_id, v_keys ->> p.table_id, p.pk, p.row, p.server_version,
+                                   CASE WHEN p.row_digest = k.row_digest THEN p.row_digest END) AS record
+                        FROM (SELECT m.identity, m.row_digest FROM seedkit_server.membership m
+                              WHERE m.scope_id = p_scope_id COLLATE "C" AND m.row_digest IS NOT NULL
+                              ORDER BY m.identity OFFSET p_expected_row_ordinal LIMIT p_limit) k
+                        LEFT JOIN LATERAL (SELECT * FROM seedkit_server.projection q
+                                           WHERE q.identity = k.identity AND q.state = 0) p ON true) r;
             ELSE
                 SELECT string_agg(r.record, ',' ORDER BY r.identity), count(*),
                        count(*) FILTER (WHERE r.record IS NULL), (array_agg(r.identity ORDER BY r.identity DESC))[1]
                   INTO v_records, v_count, v_incomplete, v_last
-                  FROM (SELECT m.identity, seedkit_server.seed_record_text(
-                                   p.table_id, v_keys ->> p.table_id, p.pk, p.row, p.server_version, p.row_digest) AS record
-                        FROM seedkit_server.membership m JOIN seedkit_server.projection p ON p.identity = m.identity
-                        WHERE m.scope_id = p_scope_id COLLATE "C" AND p.state = 0 AND m.identity > v_after
-                          AND p.identity > v_after
-                        ORDER BY m.identity LIMIT p_limit) r;
+                  FROM (SELECT k.identity, seedkit_server.seed_record_text(
+                                   p.table_id, v_keys ->> p.table_id, p.pk, p.row, p.server_version,
+                                   CASE WHEN p.row_digest = k.row_digest THEN p.row_digest END) AS record
+                        FROM (SELECT m.identity, m.row_digest FROM seedkit_server.membership m
+                              WHERE m.scope_id = p_scope_id COLLATE "C" AND m.row_digest IS NOT NULL
+                                AND m.identity > v_after
+                              ORDER BY m.identity LIMIT p_limit) k
+                        LEFT JOIN LATERAL (SELECT * FROM seedkit_server.projection q
+                                           WHERE q.identity = k.identity AND q.state = 0) p ON true) r;
             END IF;
             IF v_incomplete > 0 THEN
                 RAISE EXCEPTION 'verifying portable seed scope: a live row is incomplete' USING ERRCODE = 'XX000';
