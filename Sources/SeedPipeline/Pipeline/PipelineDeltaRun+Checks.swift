@@ -91,17 +91,7 @@ extension PipelineDeltaRun {
             definition, probe: nil, publication: publication, freeSpace: options.freeSpace))
         let current = options.force || !checks.allSatisfy(\.passed)
             ? nil : upToDate(definition, source: source, publication: publication, options: options)
-        let steps = PipelineStep.allCases.map { step in
-            PipelineStepResult(
-                step: step, outcome: !definition.runs(step) ? .skipped : current != nil ? .reused : .planned)
-        }
-        var report = PipelineReport(
-            name: definition.name, outcome: checks.allSatisfy(\.passed) ? .validated : .failed,
-            upToDate: current != nil, steps: steps, publishDirectory: definition.publishDirectory, seed: current,
-            export: nil, verification: nil, pack: nil, rehearsal: nil,
-            seconds: PipelineRunner.seconds(since: started))
-        report.checks = checks
-        return report
+        return PipelineDryRun.report(definition, checks: checks, upToDate: current, started: started)
     }
 
     /// `GET` of the base URL: reachable when any HTTP answer comes back.

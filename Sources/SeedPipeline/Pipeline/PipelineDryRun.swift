@@ -35,6 +35,25 @@ public struct PipelineCheck: Sendable, Equatable {
 /// writing anything durable, so a wrong token or an unusable publish directory fails the dry run instead of the
 /// real run after its export.
 enum PipelineDryRun {
+    /// The report of a dry run of either source kind: every step the definition runs is planned, or reused when
+    /// the publication is already `upToDate`; the outcome is `validated` only when every check passed.
+    static func report(
+        _ definition: PipelineDefinition, checks: [PipelineCheck], upToDate current: PublishedSeed?,
+        started: ContinuousClock.Instant
+    ) -> PipelineReport {
+        let steps = PipelineStep.allCases.map { step in
+            PipelineStepResult(
+                step: step, outcome: !definition.runs(step) ? .skipped : current != nil ? .reused : .planned)
+        }
+        var report = PipelineReport(
+            name: definition.name, outcome: checks.allSatisfy(\.passed) ? .validated : .failed,
+            upToDate: current != nil, steps: steps, publishDirectory: definition.publishDirectory, seed: current,
+            export: nil, verification: nil, pack: nil, rehearsal: nil,
+            seconds: PipelineRunner.seconds(since: started))
+        report.checks = checks
+        return report
+    }
+
     /// The bytes a run needs beside the publish directory when nothing better is known: the seed, its packed frame,
     /// the installed copy and the rehearsal store.
     static let minimumEstimate: Int64 = 16 << 20

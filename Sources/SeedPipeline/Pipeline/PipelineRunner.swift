@@ -129,16 +129,7 @@ public enum PipelineRunner {
         checks.append(PipelineDryRun.publishParentCheck(
             definition, probe: probed, publication: publication, freeSpace: options.freeSpace))
         let current = options.force ? nil : probed.flatMap { upToDate(definition, probe: $0, publication: publication) }
-        let steps = PipelineStep.allCases.map { step in
-            PipelineStepResult(
-                step: step, outcome: !definition.runs(step) ? .skipped : current != nil ? .reused : .planned)
-        }
-        var report = PipelineReport(
-            name: definition.name, outcome: checks.allSatisfy(\.passed) ? .validated : .failed,
-            upToDate: current != nil, steps: steps, publishDirectory: definition.publishDirectory, seed: current,
-            export: nil, verification: nil, pack: nil, rehearsal: nil, seconds: seconds(since: started))
-        report.checks = checks
-        return report
+        return PipelineDryRun.report(definition, checks: checks, upToDate: current, started: started)
     }
 
     /// `pipeline clean`: removes the scratch directories that dead runs of `definition` left beside its publish
