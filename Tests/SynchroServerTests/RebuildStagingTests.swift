@@ -165,6 +165,7 @@ struct RebuildStagingTests {
                 ALTER TABLE rebuild_rows_v1 RENAME TO rebuild_rows;
                 ALTER TABLE rebuild_sessions DROP COLUMN first_staged;
                 ALTER TABLE membership DROP COLUMN row_digest;
+                ALTER TABLE seed_export_scopes DROP COLUMN first_staged;
                 PRAGMA user_version = 1;
                 """)
         }
@@ -181,6 +182,7 @@ struct RebuildStagingTests {
             digests = try server.engine.rowsForTesting(
                 "SELECT scope_id, identity, row_digest FROM membership ORDER BY scope_id, identity")
             try server.engine.executeForTesting("ALTER TABLE membership DROP COLUMN row_digest")
+            try server.engine.executeForTesting("ALTER TABLE seed_export_scopes DROP COLUMN first_staged")
             try server.engine.executeForTesting(
                 "UPDATE server_meta SET value = ? WHERE key = 'layout_version'", [.integer(2)])
         }
@@ -196,7 +198,11 @@ struct RebuildStagingTests {
 
     /// What a layout-2 server stored: membership without its members' row digests.
     static func downgradeToLayout2(_ db: Connection) throws {
-        try db.execute("ALTER TABLE membership DROP COLUMN row_digest; PRAGMA user_version = 2;")
+        try db.execute("""
+            ALTER TABLE membership DROP COLUMN row_digest;
+            ALTER TABLE seed_export_scopes DROP COLUMN first_staged;
+            PRAGMA user_version = 2;
+            """)
     }
 
     @Test("a layout-2 database is migrated: every live member gets its digest and terminal checksums stay exact")
@@ -231,7 +237,11 @@ struct RebuildStagingTests {
             server.engine.materialize()
         }
         let db = try Self.database(directory)
-        try db.execute("DROP TABLE scope_cardinality; PRAGMA user_version = 3;")
+        try db.execute("""
+            DROP TABLE scope_cardinality;
+            ALTER TABLE seed_export_scopes DROP COLUMN first_staged;
+            PRAGMA user_version = 3;
+            """)
 
         let server = try RunningServer(rows: 100, reopening: directory, store: .sqlite)
 
@@ -252,6 +262,7 @@ struct RebuildStagingTests {
             _ = try server.engine.operatorDelete(table: "tbl_categories", pk: .number(JSONNumber(3)))
             server.engine.materialize()
             try server.engine.executeForTesting("DROP TABLE scope_cardinality")
+            try server.engine.executeForTesting("ALTER TABLE seed_export_scopes DROP COLUMN first_staged")
             try server.engine.executeForTesting(
                 "UPDATE server_meta SET value = ? WHERE key = 'layout_version'", [.integer(3)])
         }

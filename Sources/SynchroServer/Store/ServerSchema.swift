@@ -6,9 +6,10 @@
 /// pull-visible row state with its digest), `membership` (scope → identity) and `stream` (the
 /// per-scope change feed). Pull and rebuild read only those three (`spec/integrity.md` §6.1).
 ///
-/// A portable seed export copies the live rows of every portable scope from `projection` and
-/// `membership` into `seed_export_rows` at one boundary (`seed_exports`, `seed_export_scopes`):
-/// exports never change afterwards (`spec/integrity.md` §7.2).
+/// A portable seed export stages the live rows of every portable scope at one boundary (`seed_exports`,
+/// `seed_export_scopes`) by reference, in `rebuild_rows` under the session number `-export_key`, with the same
+/// copy-on-write as rebuild sessions: exports never change afterwards (`spec/integrity.md` §7.2). Exports staged
+/// before layout 5 copied every row body into `seed_export_rows` and are still served from there.
 ///
 /// `membership.row_digest` is the member's `projection.row_digest` while that row is live, NULL otherwise: a scope's
 /// digest input in identity order is one range of membership's key (``ScopeDigestCache``), written in the same
@@ -17,10 +18,11 @@
 /// A rebuild session stages its rows by reference to `projection` (``rebuildRows(named:)``); triggers save a
 /// projection row's old body into the staged rows that refer to it before it changes (``stagedRowReferences``).
 enum ServerSchema {
+    /// 5: seed exports stage their rows by reference (`seed_export_scopes.first_staged`, ``migrationFrom4``);
     /// 4: each scope's live member count is kept (``ScopeCardinality``, ``migrationFrom3``); 3: `membership` carries
     /// each live member's row digest (``migrationFrom2``); 2: rebuild sessions stage rows by reference
     /// (``rebuildRows(named:)``); 1 copied every row body.
-    static let version: Int32 = 4
+    static let version: Int32 = 5
 
     static let script = """
         CREATE TABLE server_meta(
@@ -176,6 +178,7 @@ enum ServerSchema {
             scope_id TEXT NOT NULL,
             row_count INTEGER NOT NULL,
             scope_digest BLOB NOT NULL,
+            first_staged INTEGER,
             PRIMARY KEY(export_key, scope_id)
         ) WITHOUT ROWID;
 
@@ -194,7 +197,8 @@ enum ServerSchema {
         \(stagedRowReferences)
         """
 
-    /// The staged rows of rebuild sessions (layout 2). A row staged by reference has `row` NULL: its body is the
+    /// The staged rows of rebuild sessions (layout 2) and, under the negative session number `-export_key`, of seed
+    /// exports (layout 5; rebuild sessions are numbered from 1, so the two never share a number). A row staged by reference has `row` NULL: its body is the
     /// `projection` row of the same `identity`, which still has the staged `server_version`. Before a projection
     /// row changes, the triggers of ``stagedRowReferences`` save its body into every staged row that still refers
     /// to it, so a staged snapshot never changes. Rows staged with a body (all rows of layout 1) need no identity.
@@ -297,10 +301,16 @@ extension ServerSchema {
 
     /// The SQLite migration script from each older layout to ``version``.
     static let migrations: [Int32: String] = [
-        1: migrationFrom1 + migrationFrom2 + migrationFrom3,
-        2: migrationFrom2 + migrationFrom3,
-        3: migrationFrom3,
+        1: migrationFrom1 + migrationFrom2 + migrationFrom3 + migrationFrom4,
+        2: migrationFrom2 + migrationFrom3 + migrationFrom4,
+        3: migrationFrom3 + migrationFrom4,
+        4: migrationFrom4,
     ]
+
+    /// Layout 4 → 5: each exported scope may name the first `rebuild_rows.staged` number of its rows staged by
+    /// reference (``SeedExportStaging``). Additive: exports staged before keep NULL and are served from their copied
+    /// rows in `seed_export_rows`. The statement is the same on SQLite and PostgreSQL (``PostgresDialect``).
+    static let migrationFrom4 = "\nALTER TABLE seed_export_scopes ADD COLUMN first_staged INTEGER;\n"
 
     /// Layout 3 → 4: the kept live member count of each scope (``ScopeCardinality``), counted once from membership.
     /// Additive; the table is created only when absent.

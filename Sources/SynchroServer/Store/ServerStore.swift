@@ -86,6 +86,11 @@ final class ServerStore {
                 }
                 if layout == 3 {
                     try db.execute(PostgresDialect.schema(ServerSchema.migrationFrom3))
+                    layout = 4
+                    try setMeta(Self.layoutVersionKey, .integer(layout))
+                }
+                if layout == 4 {
+                    try db.execute(PostgresDialect.translate(ServerSchema.migrationFrom4))
                     layout = Int64(ServerSchema.version)
                     try setMeta(Self.layoutVersionKey, .integer(layout))
                 }

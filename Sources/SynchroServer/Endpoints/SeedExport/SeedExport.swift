@@ -3,7 +3,8 @@ import SynchroProtocol
 
 /// One portable seed export (`spec/integrity.md` §7.2): the snapshot every page and receipt of the
 /// export is bound to. Stored once, in the transaction that staged its rows, and never changed:
-/// later writes, materialization or schema changes cannot alter what an export serves.
+/// later writes, materialization or schema changes cannot alter what an export serves (rows staged by
+/// reference keep their bodies through the projection's copy-on-write, ``SeedExportStaging``).
 struct SeedExport {
     /// The row key of `seed_exports` (staged rows refer to it).
     let key: Int64
@@ -35,8 +36,8 @@ struct SeedExport {
 
     // MARK: - Storage
 
-    /// Stores the header and scope entries; returns the export with its row key. Rows are staged
-    /// separately (``SeedExportStaging``) in the same transaction.
+    /// Stores the header; returns the export with its row key. Rows are staged (``SeedExportStaging``) and the
+    /// scope entries stored (``insertScope(_:store:)``) in the same transaction.
     static func insert(_ export: SeedExport, store: ServerStore) throws -> SeedExport {
         let db = store.db
         try db.cachedStatement("""
@@ -51,14 +52,26 @@ struct SeedExport {
                 .integer(export.generations.retention), .integer(export.boundary), .integer(export.pageLimit),
                 .integer(export.created),
             ])
-        let key = try db.lastInsertRowID()
-        for scope in export.scopes {
-            try db.cachedStatement(
-                "INSERT INTO seed_export_scopes(export_key, scope_id, row_count, scope_digest) VALUES (?, ?, ?, ?)"
-            ).run([.integer(key), .text(scope.id), .integer(scope.rowCount), .blob(scope.digest)])
-        }
-        return export.withKey(key)
+        return export.withKey(try db.lastInsertRowID())
     }
+
+    /// Stores one scope entry of this (inserted) export, with the run of its staged rows.
+    func insertScope(_ scope: SeedExportScope, store: ServerStore) throws {
+        try store.db.cachedStatement("""
+            INSERT INTO seed_export_scopes(export_key, scope_id, row_count, scope_digest, first_staged)
+            VALUES (?, ?, ?, ?, ?)
+            """).run([
+                .integer(key), .text(scope.id), .integer(scope.rowCount), .blob(scope.digest),
+                scope.firstStaged.map { .integer($0) } ?? .null,
+            ])
+    }
+
+    /// The session number of this export's rows in `rebuild_rows` and `rebuild_references`: the negative row key
+    /// (rebuild sessions are numbered from 1, so the two never meet).
+    var stagingSession: Int64 { -key }
+
+    /// This export with the scope entries as staged.
+    func withStagedScopes(_ scopes: [SeedExportScope]) -> SeedExport { withScopes(scopes) }
 
     /// The stored export named `exportID`, or nil when this server never made it.
     static func load(exportID: String, store: ServerStore) throws -> SeedExport? {
@@ -80,9 +93,12 @@ struct SeedExport {
         // SQLite ever matching a text that differs in its octets.
         guard let header = headers.first, header.exportID.exactlyEquals(exportID) else { return nil }
         let scopes = try store.db.cachedStatement(
-            "SELECT scope_id, row_count, scope_digest FROM seed_export_scopes WHERE export_key = ? ORDER BY scope_id"
+            "SELECT scope_id, row_count, scope_digest, first_staged FROM seed_export_scopes WHERE export_key = ? "
+                + "ORDER BY scope_id"
         ).query([.integer(header.key)]) { s in
-            SeedExportScope(id: try s.text(at: 0), rowCount: s.int64(at: 1), digest: s.blob(at: 2))
+            SeedExportScope(
+                id: try s.text(at: 0), rowCount: s.int64(at: 1), digest: s.blob(at: 2),
+                firstStaged: s.isNull(at: 3) ? nil : s.int64(at: 3))
         }
         return header.withScopes(scopes)
     }
@@ -108,6 +124,9 @@ struct SeedExportScope {
     let rowCount: Int64
     /// The 32-octet scope digest (`spec/integrity.md` §4.6) of exactly the staged rows.
     let digest: [UInt8]
+    /// The `rebuild_rows.staged` number of the scope's first row staged by reference (the row of ordinal `o` is
+    /// `firstStaged + o`); nil for an export staged by copy into `seed_export_rows` (layouts before 5).
+    let firstStaged: Int64?
 
     /// The scope-digest checksum object; a stored digest that is not 32 octets is an integrity failure.
     func checksum() throws -> JSONValue {

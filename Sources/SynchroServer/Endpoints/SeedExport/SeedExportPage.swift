@@ -52,6 +52,31 @@ struct SeedExportPage {
         return SeedExportPage(export: export, scope: scope, ordinal: ordinal)
     }
 
+    /// Calls `body` with the staged rows of ordinals `ordinal..<end` in ordinal order, as columns `table_id, pk, row,
+    /// server_version, row_digest`. A row staged by reference takes the projection's body, which must still be the
+    /// staged version: the projection's triggers save the body into the stage before any change, so a mismatch is a
+    /// broken snapshot. Exports staged before layout 5 read their copied rows.
+    private func forEachStagedRow(
+        end: Int64, state: EngineState, _ body: (any StoreRow) throws -> Void
+    ) throws {
+        guard let first = scope.firstStaged else {
+            try state.store.db.cachedStatement("""
+                SELECT table_id, pk, row, server_version, row_digest FROM seed_export_rows
+                WHERE export_key = ? AND scope_id = ? AND ordinal >= ? AND ordinal < ? ORDER BY ordinal
+                """).forEachRow([.integer(export.key), .text(scope.id), .integer(ordinal), .integer(end)], body)
+            return
+        }
+        try state.store.db.cachedStatement("""
+            SELECT r.table_id, r.pk, coalesce(r.row, p.row), r.server_version, r.row_digest,
+                   r.row IS NULL AND (p.row IS NULL OR p.server_version IS DISTINCT FROM r.server_version)
+            FROM rebuild_rows r LEFT JOIN projection p ON r.row IS NULL AND p.identity = r.identity
+            WHERE r.staged >= ? AND r.staged < ? AND r.session_id = ? ORDER BY r.staged
+            """).forEachRow([.integer(first + ordinal), .integer(first + end), .integer(export.stagingSession)]) { row in
+            guard row.int64(at: 5) == 0 else { throw SyncIntegrityViolation() }
+            try body(row)
+        }
+    }
+
     /// The manifest the export was taken under (key fields come from it, not from whatever is current): the current
     /// one when the schema has not changed since, without reading and parsing the stored copy for every page.
     private func exportedManifest(state: EngineState) throws -> SchemaManifest {
@@ -66,12 +91,13 @@ struct SeedExportPage {
     }
 
     /// The response body: records in ascending row-identity order (staged ordinal order) and the
-    /// next page's token, or null on the last page.
+    /// next page's token, or null on the last page. Every column is spliced in its stored wire form (canonical key
+    /// and row JSON, raw digest, ASCII version), as rebuild pages are (``RebuildPage``).
     func body(state: EngineState) throws -> [UInt8] {
         let end = ordinal + export.pageLimit
         let hasMore = end < scope.rowCount
         var w = ResponseWriter(capacity: 1024 + Int(export.pageLimit) * 512)
-        var keys = PrimaryKeyFields(manifest: try exportedManifest(state: state))
+        var names = TableNames(manifest: try exportedManifest(state: state))
         w.raw("{")
         w.key("scope")
         try w.string(scope.id)
@@ -79,30 +105,28 @@ struct SeedExportPage {
         w.key("records")
         w.raw("[")
         var written: Int64 = 0
-        try state.store.db.cachedStatement("""
-            SELECT table_id, pk, row, server_version, row_digest FROM seed_export_rows
-            WHERE export_key = ? AND scope_id = ? AND ordinal >= ? AND ordinal < ? ORDER BY ordinal
-            """).forEachRow([.integer(export.key), .text(scope.id), .integer(ordinal), .integer(end)]) { row in
-            let digest = row.blob(at: 4)
-            guard digest.count == 32 else { throw SyncIntegrityViolation() }
+        try forEachStagedRow(end: min(end, scope.rowCount), state: state) { row in
             if written > 0 { w.raw(",") }
             written += 1
-            let tableID = try row.text(at: 0)
+            try names.select(row, column: 0)
             w.raw("{")
             w.key("table")
-            try w.string(tableID)
+            w.splice(names.table)
             w.raw(",")
             w.key("pk")
-            try w.primaryKey(fieldID: try keys.fieldID(table: tableID), value: row.blob(at: 1))
-            w.raw(",")
+            w.raw("{")
+            w.splice(names.keyField)
+            w.raw(":")
+            w.spliceColumn(row, 1)
+            w.raw("},")
             w.key("row_checksum")
-            w.checksum(digest)
+            try w.checksumColumn(row, 4)
             w.raw(",")
             w.key("server_version")
-            try w.string(try row.text(at: 3))
+            try w.stringColumn(row, 3)
             w.raw(",")
             w.key("row")
-            w.splice(row.blob(at: 2))
+            w.spliceColumn(row, 2)
             w.raw("}")
         }
         // The stage is the snapshot: fewer rows than the export promised means it was damaged.

@@ -5,9 +5,13 @@ import SynchroProtocol
 /// materialization boundary (`spec/integrity.md` §7.2).
 ///
 /// The export reads only WAL-materialized state (`projection` ∩ `membership`, live rows), like a
-/// rebuild stage, and copies the rows into `seed_export_rows` with their ordinals; pages are then
-/// served from that copy alone, so writes, materialization or retention after the manifest call
-/// never change an export, and any page can be fetched again with identical content.
+/// rebuild stage, and stages the rows by reference exactly as a rebuild session does: one run of
+/// `rebuild_rows` per scope in identity order (table, key, version and digest; the body stays in
+/// `projection`), under the session number `-export_key` in `rebuild_references`, so that the
+/// projection's triggers save a row's body into the stage before any write changes or deletes it
+/// (docs/decisions.md, "Seed exports stage by reference"). Pages are then served from the stage
+/// alone, so writes, materialization or retention after the manifest call never change an export,
+/// and any page can be fetched again with identical content.
 enum SeedExportStaging {
     /// Stages a new export with `pageLimit` rows per page and returns it. Call inside one write
     /// transaction: the boundary, the digests and the staged rows are then one snapshot.
@@ -20,7 +24,8 @@ enum SeedExportStaging {
         for scopeID in state.dataset.portableScopes {
             let entry = try state.scopeDigests.digest(
                 scope: scopeID, manifest: state.manifest, generations: stream.generations, store: store)
-            scopes.append(SeedExportScope(id: scopeID, rowCount: entry.cardinality, digest: entry.digest))
+            scopes.append(SeedExportScope(
+                id: scopeID, rowCount: entry.cardinality, digest: entry.digest, firstStaged: nil))
         }
         let unhashed = SeedExport(
             key: 0, exportID: newExportID(using: &random), transactionNonce: newNonce(using: &random),
@@ -28,25 +33,43 @@ enum SeedExportStaging {
             registryGeneration: try store.metaInteger("registry_generation"), generations: stream.generations,
             boundary: stream.position, pageLimit: pageLimit, created: now, scopes: scopes)
         let export = try SeedExport.insert(unhashed.hashed(), store: store)
+        var staged: [SeedExportScope] = []
         for scope in export.scopes {
-            try stageRows(of: scope, export: export, store: store)
+            let entry = try stageRows(of: scope, export: export, store: store)
+            try export.insertScope(entry, store: store)
+            staged.append(entry)
         }
-        return export
+        try store.db.cachedStatement("INSERT INTO rebuild_references(session_id) VALUES (?)")
+            .run([.integer(export.stagingSession)])
+        return export.withStagedScopes(staged)
     }
 
-    /// Copies the scope's live materialized rows, numbered in ascending row-identity order (the
-    /// BLOB order of `identity` is `memcmp`, the protocol's order).
-    private static func stageRows(of scope: SeedExportScope, export: SeedExport, store: ServerStore) throws {
-        try store.db.cachedStatement("""
-            INSERT INTO seed_export_rows(export_key, scope_id, ordinal, table_id, pk, row, server_version, row_digest)
-            SELECT CAST(?1 AS INTEGER), CAST(?2 AS TEXT), row_number() OVER (ORDER BY m.identity) - 1, p.table_id, p.pk, p.row, p.server_version,
-                   p.row_digest
+    /// Stages the scope's live materialized rows by reference, numbered one after another in ascending
+    /// row-identity order (the BLOB order of `identity` is `memcmp`, the protocol's order; SQLite numbers the rows
+    /// of one `INSERT … SELECT … ORDER BY` in that order, ``ServerSchema/rebuildRows(named:)``); returns the scope
+    /// entry with its first staged number.
+    private static func stageRows(
+        of scope: SeedExportScope, export: SeedExport, store: ServerStore
+    ) throws -> SeedExportScope {
+        let db = store.db
+        let session = export.stagingSession
+        try db.cachedStatement("""
+            INSERT INTO rebuild_rows(session_id, identity, table_id, pk, row, server_version, row_digest)
+            SELECT CAST(?1 AS INTEGER), p.identity, p.table_id, p.pk, CAST(NULL AS BLOB), p.server_version, p.row_digest
             FROM membership m JOIN projection p ON p.identity = m.identity
             WHERE m.scope_id = ?2 AND p.state = 0
-            """).run([.integer(export.key), .text(scope.id)])
+            ORDER BY m.identity
+            """).run([.integer(session), .text(scope.id)])
+        let count = Int64(db.changes)
         // The digest was computed from the same rows in this transaction; a different count means
         // the materialized state is inconsistent, and no export may be published from it.
-        guard Int64(store.db.changes) == scope.rowCount else { throw SyncIntegrityViolation() }
+        guard count == scope.rowCount else { throw SyncIntegrityViolation() }
+        let first = try count > 0 ? db.lastInsertRowID() - count + 1 : 0
+        guard try db.cachedStatement(
+            "SELECT count(*) FROM rebuild_rows WHERE staged >= ? AND staged < ? AND session_id = ?"
+        ).scalar([.integer(first), .integer(first + count), .integer(session)])?.integerValue == count
+        else { throw SyncIntegrityViolation() }
+        return SeedExportScope(id: scope.id, rowCount: scope.rowCount, digest: scope.digest, firstStaged: first)
     }
 
     /// A random (version 4) UUID in canonical lowercase form.
