@@ -20,7 +20,7 @@ status=$?
 
 # The server's protocol suites a second time with the server's state in PostgreSQL (docs/server.md, `--store`):
 # the same tests on the second store, through the shared throwaway cluster. Only on a full run.
-postgres_suites='SynchroServerTests\.(ConnectEndpointTests|PushEndpointTests|PullEndpointTests|RebuildEndpointTests|MaterializerTests|BackgroundMaterializationTests|ErrorTableTests|FaultInjectionTests|PullFaultTests|MalformedRequestTests|SchemaEvolutionTests|ConcurrentClientsTests|SeedExportTests|ScopeCardinalityTests)/'
+postgres_suites='SynchroServerTests\.(ConnectEndpointTests|PushEndpointTests|PullEndpointTests|RebuildEndpointTests|MaterializerTests|BackgroundMaterializationTests|ErrorTableTests|FaultInjectionTests|PullFaultTests|MalformedRequestTests|SchemaEvolutionTests|ConcurrentClientsTests|SeedExportTests|SeedExportStagingTests|ScopeCardinalityTests)/'
 if [ "$#" -eq 0 ]; then
     SEEDKIT_TEST_SERVER_STORE=postgres swift test -Xswiftc -warnings-as-errors --no-parallel \
         --xunit-output "$out_dir/xunit-postgres.xml" --filter "$postgres_suites" 2>&1 | tee "$out_dir/output-postgres.log"

@@ -41,6 +41,41 @@ struct SeedExportStagingTests {
         #expect(try exporter.manifest(pageLimit: 100).scope("catalog").cardinality == 338)
     }
 
+    @Test("an export past its lifetime is refused, and the next manifest call drops its stage and its reference")
+    func expiredExportIsRefusedAndPurged() throws {
+        let server = try RunningServer()
+        let exporter = SeedExporter(server: server)
+        let schema = try exporter.schema()
+        let old = try exporter.manifest(pageLimit: 100)
+        let oldCatalog = try old.scope("catalog")
+        let before = try exporter.export(oldCatalog, of: old, schema: schema)
+        let first = { (scope: ExportManifest.Scope, manifest: ExportManifest) throws -> RunningServer.Reply in
+            try exporter.page(scope: scope.id, token: scope.pageToken, receipt: scope.continuation, ordinal: 0,
+                              limit: manifest.pageLimit)
+        }
+        #expect(try first(oldCatalog, old).status == 200)
+
+        // One microsecond past the lifetime, on the server's clock.
+        _ = try server.engine.executeForTesting(
+            "UPDATE seed_exports SET created_us = created_us - ?", [.integer(SeedExportStaging.lifetime)])
+        let refused = try first(oldCatalog, old)
+        #expect(refused.status == 400, "an expired export's page is refused: \(refused.text)")
+        #expect(try Self.counts(server, "SELECT count(*) FROM rebuild_rows WHERE session_id < 0") == [340])
+
+        let new = try exporter.manifest(pageLimit: 100)
+        #expect(try Self.counts(server, """
+            SELECT count(*), (SELECT count(*) FROM rebuild_references WHERE session_id < 0)
+            FROM rebuild_rows WHERE session_id < 0
+            """) == [340, 1], "only the new export's run and reference are left")
+        // A write after the purge saves a body for the live export only.
+        try SeedExportTests.restock(server, from: before.records, to: 11)
+        server.engine.materialize()
+        #expect(try Self.counts(server, "SELECT count(row) FROM rebuild_rows WHERE session_id < 0") == [1])
+        let newCatalog = try new.scope("catalog")
+        #expect(try first(newCatalog, new).status == 200)
+        #expect(try first(oldCatalog, old).status == 400, "still refused once purged")
+    }
+
     @Test("an export staged by copy before layout 5 is served byte for byte after the migration")
     func exportStagedByCopyReplaysAfterMigration() throws {
         let directory = try TemporaryDirectory(prefix: "seedkit-server-migration")

@@ -37,7 +37,7 @@ enum SeedExportEndpoint {
             return .failure(.invalidRequest(error.description))
         }
         do {
-            let page = try SeedExportPage.resolve(request, state: state)
+            let page = try SeedExportPage.resolve(request, now: now, state: state)
             return .success(EndpointReply(body: try page.body(state: state)))
         } catch {
             return .failure(WireError.from(error))

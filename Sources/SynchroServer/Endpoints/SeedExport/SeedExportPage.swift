@@ -33,11 +33,13 @@ struct SeedExportPage {
 
     /// The page a request names, after every binding check; any failure is the same 400 without
     /// detail, so a caller learns nothing about which binding a token broke.
-    static func resolve(_ request: Request, state: EngineState) throws -> SeedExportPage {
+    /// An export older than ``SeedExportStaging/lifetime`` (its stage purged or about to be) is refused the same way.
+    static func resolve(_ request: Request, now: Int64, state: EngineState) throws -> SeedExportPage {
         let rejected = WireError(.invalidRequest, "invalid seed page request")
         guard let payload = try? state.seedPageSigner.verify(request.pageToken),
               let page = try? SeedPagePayload(payload: payload),
               let export = try SeedExport.load(exportID: page.exportID, store: state.store),
+              export.created > now - SeedExportStaging.lifetime,
               let scope = export.scope(request.scopeID),
               let ordinal = Int64(exactly: page.nextRowOrdinal),
               SeedExportTokens.matches(payload, SeedExportTokens.pagePayload(

@@ -19,6 +19,7 @@ enum SeedExportStaging {
         pageLimit: Int64, now: Int64, state: inout EngineState, random: inout Random
     ) throws -> SeedExport {
         let store = state.store
+        try purgeExpired(now: now, store: store)
         let stream = try StreamState.load(from: store)
         var scopes: [SeedExportScope] = []
         for scopeID in state.dataset.portableScopes {
@@ -42,6 +43,32 @@ enum SeedExportStaging {
         try store.db.cachedStatement("INSERT INTO rebuild_references(session_id) VALUES (?)")
             .run([.integer(export.stagingSession)])
         return export.withStagedScopes(staged)
+    }
+
+    /// How long an export's pages are served after its manifest call: a rebuild session's lifetime. A staged export
+    /// costs every later write to one of its rows a saved body (the projection's copy-on-write), so exports cannot
+    /// be kept for ever; after this, a page request is refused like any unknown page (``SeedExportPage/resolve``).
+    static let lifetime = RebuildSession.lifetime
+
+    /// Drops what exports older than ``lifetime`` staged — their runs in `rebuild_rows` (selected by each scope's
+    /// staged range, so the primary key finds them), their copy-on-write reference, and the copied rows of exports
+    /// staged before layout 5 — in the manifest call's transaction. Their headers and scope entries stay (a few
+    /// rows each), so an expired export's identifier is never reused and its pages stay refused.
+    private static func purgeExpired(now: Int64, store: ServerStore) throws {
+        let cutoff: [SQLiteValue] = [.integer(now - lifetime)]
+        try store.db.cachedStatement("""
+            DELETE FROM rebuild_rows WHERE staged IN (
+                SELECT r.staged FROM seed_exports AS e JOIN seed_export_scopes AS s ON s.export_key = e.export_key
+                    JOIN rebuild_rows AS r ON r.staged >= s.first_staged AND r.staged < s.first_staged + s.row_count
+                        AND r.session_id = -e.export_key
+                WHERE e.created_us <= ?)
+            """).run(cutoff)
+        try store.db.cachedStatement("""
+            DELETE FROM rebuild_references WHERE session_id IN (SELECT -export_key FROM seed_exports WHERE created_us <= ?)
+            """).run(cutoff)
+        try store.db.cachedStatement("""
+            DELETE FROM seed_export_rows WHERE export_key IN (SELECT export_key FROM seed_exports WHERE created_us <= ?)
+            """).run(cutoff)
     }
 
     /// Stages the scope's live materialized rows by reference, numbered one after another in ascending
