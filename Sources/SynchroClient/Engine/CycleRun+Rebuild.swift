@@ -17,6 +17,9 @@ extension CycleRun {
             try SyncExchange.mapping { try context.store.beginBulkApply() }
         }
         defer { context.store.endBulkApply(bulk) }
+        // A rebuild that ends before its finality (an error, a cancellation) leaves no index deferred for the
+        // application to run without until the next cycle; a failure here is resolved by the next cycle or open.
+        defer { try? context.store.restoreDeferredIndexes() }
         for scope in scopes {
             var restarts = 0
             events(.rebuildRequested(scope: scope))
