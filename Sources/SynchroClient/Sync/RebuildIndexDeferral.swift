@@ -24,21 +24,38 @@ enum RebuildIndexDeferral {
                 "SELECT EXISTS (SELECT 1 FROM \(SQLiteIdentifier.quote(table.tableName)))")?.integerValue != 0
             if !hasRows { empty.append(table) }
         }
-        return try DeferredIndexes.deferNonUnique(of: empty, on: connection).map(\.name)
+        return try keepingDigests(manifest: manifest, on: connection) {
+            try DeferredIndexes.deferNonUnique(of: empty, on: connection).map(\.name)
+        }
     }
 
     /// Builds the deferred indexes again from the active manifest's definitions, inside the caller's transaction.
     @discardableResult
     static func restore(on connection: Connection) throws -> [String] {
         guard try DeferredIndexes.record(on: connection) != nil else { return [] }
-        let tables = try activeTables(on: connection)
-        return try DeferredIndexes.restore(tables: tables, on: connection)
+        guard let text = try MetaStore.value(.schemaManifest, on: connection), !text.isEmpty else {
+            return try DeferredIndexes.restore(tables: [], on: connection)
+        }
+        let manifest = try ClientManifest(bytes: Array(text.utf8))
+        return try keepingDigests(manifest: manifest, on: connection) {
+            try DeferredIndexes.restore(tables: manifest.localSchema, on: connection)
+        }
     }
 
-    /// The synced tables (with their indexes) of the active manifest; none when no manifest is active.
-    private static func activeTables(on connection: Connection) throws -> [LocalSchemaTable] {
-        guard let text = try MetaStore.value(.schemaManifest, on: connection), !text.isEmpty else { return [] }
-        return try ClientManifest(bytes: Array(text.utf8)).localSchema
+    /// Runs the index DDL of `body` inside a tracked transaction's session without making its remembered digests
+    /// unusable (``ScopeDigestMemo/Session/carry(from:to:)``): after a rebuild of `catalog`, the first page of
+    /// `user:alice` deferring the indexes of notes and tasks otherwise cost the next pull a recomputation of catalog.
+    private static func keepingDigests(
+        manifest: ClientManifest, on connection: Connection, _ body: () throws -> [String]
+    ) throws -> [String] {
+        guard let session = ScopeDigestMemo.Session.current, session.covers(connection) else { return try body() }
+        let before = try ScopeDigestMemo.Stamp(connection: connection, manifest: manifest.manifest)
+        let changed = try body()
+        if !changed.isEmpty {
+            let after = try ScopeDigestMemo.Stamp(connection: connection, manifest: manifest.manifest)
+            session.carry(from: before, to: after)
+        }
+        return changed
     }
 }
 

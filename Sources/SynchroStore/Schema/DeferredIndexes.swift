@@ -37,6 +37,7 @@ package enum DeferredIndexes {
             }
         }
         guard !entries.isEmpty else { return [] }
+        entries.sort { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         for entry in entries { try connection.execute("DROP INDEX \(SQLiteIdentifier.quote(entry.name))") }
         try MetaStore.set(.deferredIndexes, try encode(entries), on: connection)
         return entries
