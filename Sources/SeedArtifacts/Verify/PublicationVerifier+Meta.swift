@@ -86,7 +86,8 @@ extension PublicationVerifier {
                 return "is not a canonical integer in 1…1000"
             }
             return nil
-        case .clientServerID, .replacedClientIDs, .manifestIndexes, .clientGeneration, .atomicGroupID:
+        case .clientServerID, .replacedClientIDs, .manifestIndexes, .deferredIndexes, .clientGeneration,
+            .atomicGroupID:
             return "is not a seed key"
         }
     }

@@ -12,6 +12,10 @@ extension CycleRun {
         // The next page is requested while this one is applied; nothing is in flight once the rebuild returns.
         let ahead = RequestAhead<RebuildApplier.ReceivedPage>(isCancelled: cycle.isCancelled)
         defer { ahead.drain() }
+        // A rebuild that ends before its finality (an error, a cancellation) leaves no index deferred for the
+        // application to run without until the next cycle; a failure here is resolved by the next cycle or open.
+        // Declared first, so it runs after the bulk apply ended (under the default page cache).
+        defer { try? context.store.restoreDeferredIndexes() }
         // Pages commit without checkpointing; checkpoints run beside the engine (WALCheckpointer).
         let bulk = try mapping(.rebuild) { () throws(SyncError) in
             try SyncExchange.mapping { try context.store.beginBulkApply() }

@@ -46,6 +46,10 @@ final class CycleRun {
         if [.uninitialized, .error, .stopped].contains(cycle.status.state) {
             try enter(.localReady)
         }
+        // Indexes an interrupted rebuild left deferred are built before anything else reads or changes the schema.
+        try mapping(.connect) { () throws(SyncError) in
+            try SyncExchange.mapping { try context.store.restoreDeferredIndexes() }
+        }
         // An interrupted schema migration is resumed (or rolled back) before any request (client-store §11).
         try mapping(.connect) { () throws(SyncError) in _ = try SchemaMigrationJournal.recover(in: context.store) }
         // A resumed reset already recovered the error: the connect is then an ordinary one.

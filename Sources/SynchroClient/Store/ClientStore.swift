@@ -48,6 +48,19 @@ public final class ClientStore: Sendable {
         let engineConnection = opened.connection
         let layout = opened.layout
         let tables = opened.localSchema
+        do {
+            // Indexes a rebuild left deferred when the process died are built before anything else uses the store.
+            try mappingStoreErrors {
+                if try DeferredIndexes.record(on: engineConnection) != nil {
+                    _ = try engineConnection.transaction(kind: .immediate) {
+                        try RebuildIndexDeferral.restore(on: engineConnection)
+                    }
+                }
+            }
+        } catch {
+            engineConnection.close()
+            throw error
+        }
         let applicationConnection: ApplicationConnection
         do {
             applicationConnection = try mappingStoreErrors {

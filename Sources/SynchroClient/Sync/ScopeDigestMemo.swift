@@ -143,6 +143,21 @@ final class ScopeDigestMemo: Sendable {
             }
         }
 
+        /// Keeps every digest and stored-entry stamp taken under `old` valid under `new`, for DDL of this transaction
+        /// that reads and writes no row, row version or edge (a non-unique index dropped or built, ``DeferredIndexes``):
+        /// its only effect on the stamp is `schema_version`, and every digest input is the same octets after it.
+        func carry(from old: Stamp, to new: Stamp) {
+            guard old != new else { return }
+            state.withLock { entries in
+                for (scope, entry) in entries where entry.stamp == old {
+                    entries[scope] = Entry(checksum: entry.checksum, stamp: new)
+                }
+            }
+            stored.withLock { stamps in
+                for (scope, stamp) in stamps where stamp == old { stamps[scope] = new }
+            }
+        }
+
         /// Whether `connection` is the transaction's.
         func covers(_ connection: Connection) -> Bool {
             ObjectIdentifier(connection) == self.connection

@@ -24,6 +24,10 @@ public enum MetaKey: String, Sendable, CaseIterable {
     /// as a sorted JSON array of strings (``ManifestIndexOwnership``). Absent in stores written before it existed
     /// and in installed seeds; never sent.
     case manifestIndexes = "seedkit_manifest_indexes"
+    /// seedkit's own key: the manifest's non-unique indexes an initial rebuild dropped to build once at its end, as
+    /// an RFC 8785 JSON array of `{"name","sql","table"}` objects (``DeferredIndexes``). Present only between the
+    /// transaction that drops them and the one that builds them; never in a seed; never sent.
+    case deferredIndexes = "seedkit_deferred_indexes"
     /// Server-issued client generation.
     case clientGeneration = "client_generation"
     /// The server's scope-set version.

@@ -47,6 +47,26 @@ package enum ManifestIndexOwnership {
         return dropped
     }
 
+    /// The `CREATE INDEX` text SQLite stores for the manifest's `index` of `table` (without `IF NOT EXISTS`);
+    /// nil when the index names a field the table does not have.
+    package static func storedSQL(_ index: LocalSchemaIndex, on table: LocalSchemaTable) -> String? {
+        SyncedTableDDL.createIndex(index, on: table)?
+            .replacing("INDEX IF NOT EXISTS ", with: "INDEX ", maxReplacements: 1)
+    }
+
+    /// Whether an index of `index`'s name exists and is exactly the manifest's definition of it on `table`.
+    package static func isExactly(
+        _ index: LocalSchemaIndex, on table: LocalSchemaTable, connection: Connection
+    ) throws -> Bool {
+        guard let existing = try physical(index.name, on: connection) else { return false }
+        return matches(existing, index, table)
+    }
+
+    /// Whether any index named `name` exists (SQLite compares names without ASCII case).
+    package static func exists(_ name: String, on connection: Connection) throws -> Bool {
+        try physical(name, on: connection) != nil
+    }
+
     /// The recorded names; nil for a store without the record.
     package static func recorded(on connection: Connection) throws -> Set<String>? {
         guard let text = try MetaStore.value(.manifestIndexes, on: connection) else { return nil }
@@ -78,8 +98,7 @@ package enum ManifestIndexOwnership {
     /// Whether `existing` is exactly what the manifest's `index` of `table` creates: same table and the stored
     /// statement (SQLite stores it without `IF NOT EXISTS`).
     private static func matches(_ existing: PhysicalIndex, _ index: LocalSchemaIndex, _ table: LocalSchemaTable) -> Bool {
-        guard let sql = SyncedTableDDL.createIndex(index, on: table), let stored = existing.sql else { return false }
-        let expected = sql.replacing("INDEX IF NOT EXISTS ", with: "INDEX ", maxReplacements: 1)
+        guard let expected = storedSQL(index, on: table), let stored = existing.sql else { return false }
         return SQLName.normalized(existing.table) == SQLName.normalized(table.tableName) && stored == expected
             && existing.name == index.name
     }
