@@ -29,9 +29,8 @@ public final class CopyOnWriteFile {
     /// The VFS name, unique in the process while the overlay is open.
     public let vfsName: String
     private let state: OverlayState
-    /// The registered `sqlite3_vfs`, followed by the `sqlite3_io_methods` of the overlay's files; nil once closed.
-    private var registration: UnsafeMutableRawPointer?
-    private let name: UnsafeMutablePointer<CChar>
+    /// Whether the VFS is still registered.
+    private var registered = false
 
     /// The granularity of the overlay: a block is read from the base until something writes to it.
     static let blockSize: Int64 = 4096
@@ -57,27 +56,21 @@ public final class CopyOnWriteFile {
         }
         Glibc.close(created)
         let fullPath = Self.fullPathname(overlay, vfs: inner) ?? overlay
+        let memory = VFSMemory()
         state = OverlayState(
-            base: descriptor, size: Int64(info.st_size), fullPath: fullPath, innerVFS: String(cString: innerName))
+            base: descriptor, size: Int64(info.st_size), fullPath: fullPath, innerVFS: String(cString: innerName),
+            memory: memory)
         path = overlay
-        let memory = UnsafeMutableRawPointer.allocate(
-            byteCount: MemoryLayout<sqlite3_vfs>.stride + MemoryLayout<sqlite3_io_methods>.stride, alignment: 16)
-        vfsName = "seedkit-cow-" + String(UInt(bitPattern: memory), radix: 16)
-        name = strdup(vfsName)
-        let vfs = memory.bindMemory(to: sqlite3_vfs.self, capacity: 1)
-        vfs.initialize(to: Self.vfs(
-            name: name, over: inner, appData: Unmanaged.passRetained(state).toOpaque()))
-        (memory + MemoryLayout<sqlite3_vfs>.stride).bindMemory(to: sqlite3_io_methods.self, capacity: 1)
-            .initialize(to: overlayMethods)
-        let code = sqlite3_vfs_register(vfs, 0)
-        guard code == SQLITE_OK else {
-            Unmanaged<OverlayState>.fromOpaque(vfs.pointee.pAppData).release()
-            memory.deallocate()
-            free(name)
+        vfsName = memory.name
+        memory.vfs.initialize(to: Self.vfs(
+            name: memory.cName, over: inner, appData: Unmanaged.passRetained(state).toOpaque()))
+        memory.methods.initialize(to: overlayMethods)
+        guard sqlite3_vfs_register(memory.vfs, 0) == SQLITE_OK else {
+            Unmanaged<OverlayState>.fromOpaque(memory.vfs.pointee.pAppData).release()
             unlink(overlay)
             throw SetupFailure(operation: "register the overlay VFS", path: overlay, code: EINVAL)
         }
-        registration = memory
+        registered = true
     }
 
     deinit {
@@ -99,15 +92,15 @@ public final class CopyOnWriteFile {
         state.layout.withLock { Int64($0.written) * Self.blockSize }
     }
 
-    /// Unregisters the VFS. The overlay file stays (the caller removes it).
+    /// Unregisters the VFS, so that no new connection opens the overlay; the VFS's memory lives until the last of
+    /// its files has closed. The overlay file stays (the caller removes it).
     public func close() {
-        guard let memory = registration else { return }
-        registration = nil
-        let vfs = memory.assumingMemoryBound(to: sqlite3_vfs.self)
+        guard registered else { return }
+        registered = false
+        let vfs = state.memory.vfs
         sqlite3_vfs_unregister(vfs)
+        // A file still open (a connection closed after this call) keeps the state, and so the VFS's memory.
         Unmanaged<OverlayState>.fromOpaque(vfs.pointee.pAppData).release()
-        memory.deallocate()
-        free(name)
     }
 
     /// `file:` and `path` with `%`, `?`, `#`, controls, spaces and non-ASCII octets percent-encoded.
@@ -161,9 +154,7 @@ public final class CopyOnWriteFile {
             UnsafeMutableRawPointer(file).storeBytes(
                 of: Unmanaged.passRetained(state).toOpaque(), toByteOffset: OverlayLayout.stateOffset,
                 as: UnsafeMutableRawPointer.self)
-            file.pointee.pMethods = UnsafePointer(
-                (UnsafeMutableRawPointer(vfs) + MemoryLayout<sqlite3_vfs>.stride)
-                    .assumingMemoryBound(to: sqlite3_io_methods.self))
+            file.pointee.pMethods = UnsafePointer(state.memory.methods)
             return SQLITE_OK
         }
         vfs.xDelete = { _, name, sync in
@@ -252,16 +243,50 @@ final class OverlayState: Sendable {
     let fullPath: String
     let innerVFS: String
     let layout: Mutex<Layout>
+    /// The registered `sqlite3_vfs` and the methods of the overlay's files: every open file retains this state, so
+    /// they are freed only after the VFS is unregistered and its last file closed.
+    let memory: VFSMemory
 
-    init(base: Int32, size: Int64, fullPath: String, innerVFS: String) {
+    init(base: Int32, size: Int64, fullPath: String, innerVFS: String, memory: VFSMemory) {
         self.base = base
         self.fullPath = fullPath
         self.innerVFS = innerVFS
+        self.memory = memory
         layout = Mutex(Layout(size: size, baseLimit: size))
     }
 
     deinit {
         Glibc.close(base)
+    }
+}
+
+/// The C memory of one overlay VFS: the `sqlite3_vfs`, followed by the `sqlite3_io_methods` its files point to, and
+/// its name. `@unchecked Sendable`: written once before the VFS is registered, freed only by `deinit`.
+final class VFSMemory: @unchecked Sendable {
+    private let raw: UnsafeMutableRawPointer
+    let cName: UnsafeMutablePointer<CChar>
+    let name: String
+
+    init() {
+        raw = UnsafeMutableRawPointer.allocate(
+            byteCount: MemoryLayout<sqlite3_vfs>.stride + MemoryLayout<sqlite3_io_methods>.stride, alignment: 16)
+        raw.bindMemory(to: sqlite3_vfs.self, capacity: 1)
+        (raw + MemoryLayout<sqlite3_vfs>.stride).bindMemory(to: sqlite3_io_methods.self, capacity: 1)
+        name = "seedkit-cow-" + String(UInt(bitPattern: raw), radix: 16)
+        cName = strdup(name)
+    }
+
+    deinit {
+        raw.deallocate()
+        free(cName)
+    }
+
+    var vfs: UnsafeMutablePointer<sqlite3_vfs> {
+        raw.assumingMemoryBound(to: sqlite3_vfs.self)
+    }
+
+    var methods: UnsafeMutablePointer<sqlite3_io_methods> {
+        (raw + MemoryLayout<sqlite3_vfs>.stride).assumingMemoryBound(to: sqlite3_io_methods.self)
     }
 }
 

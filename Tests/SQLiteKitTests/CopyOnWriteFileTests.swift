@@ -98,6 +98,22 @@ struct CopyOnWriteFileTests {
         #expect(try connection.scalar("SELECT count(*) FROM t")?.integerValue == 10)
     }
 
+    @Test("a connection still open when the overlay closes keeps reading it; a new one cannot open it")
+    func connectionOutlivesTheRegistration() throws {
+        let directory = try TemporaryDirectory(prefix: "sqlitekit-cow")
+        let base = directory.path("base.db")
+        try makeBase(base, pageSize: 4096, rows: 500)
+        let overlay = try CopyOnWriteFile(base: base, overlay: directory.path("overlay.db"))
+        let writer = try Connection(path: overlay.uri, uri: true)
+        try writer.execute("UPDATE t SET v = 'x' WHERE id <= 10")
+        let uri = overlay.uri
+        overlay.close()
+        #expect(try writer.scalar("SELECT count(*) FROM t WHERE v = 'x'")?.integerValue == 10)
+        #expect(try writer.integrityCheck(.full) == ["ok"])
+        writer.close()
+        #expect(throws: SQLiteError.self) { try Connection(path: uri, uri: true) }
+    }
+
     @Test("an existing overlay path is refused and left as it was")
     func existingOverlayIsRefused() throws {
         let directory = try TemporaryDirectory(prefix: "sqlitekit-cow")
