@@ -30,8 +30,9 @@ extension InstalledSeedValidator {
         switch copy {
         case .file(let path):
             return SeedPageIdentity(copy: path, seed: seedPath)
-        case .memory:
-            // Nothing writes to the in-memory copy while the validation reads it.
+        case .memory, .overlay:
+            // Nothing writes to the copy while the validation reads it; its pages are read through its own VFS (an
+            // overlay file read by path would show holes where the seed's pages are).
             return SeedPageIdentity(copyOpenedBy: connection, seed: seedPath)
         }
     }
@@ -41,7 +42,7 @@ extension InstalledSeedValidator {
         _ seedPath: String, _ connection: Connection, _ body: () throws -> Result
     ) throws -> Result {
         var seedURI = SeedFileProbe.immutableURI(seedPath)
-        if case .memory = copy {
+        if copy.hasOwnVFS {
             // An attached database inherits the connection's VFS; the seed is a file.
             guard let vfs = Connection.defaultVFSName else { throw NoDefaultVFS() }
             seedURI += "&vfs=" + vfs

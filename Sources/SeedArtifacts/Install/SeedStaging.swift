@@ -29,9 +29,11 @@ enum SeedStaging {
         case file(String)
         /// An in-memory database shared under `name` (SQLite's `memdb` VFS) that a verification migrates and throws
         /// away: the same client migration without writing, journaling to or syncing the disk. When the seed cannot
-        /// be copied into memory (larger than ``SeedStaging/maximumInMemoryBytes``, a WAL-mode header, a SQLite built
-        /// without URI filenames, a copy that fails), the procedure runs on the file `fallback` instead.
-        case memory(name: String, fallback: String)
+        /// be copied into memory (larger than `maximumBytes`, a WAL-mode header, a copy that fails), the procedure
+        /// runs on a copy-on-write overlay of the seed at the file `fallback` (``CopyOnWriteFile``: only the pages
+        /// the migration writes are written), and on a byte copy at `fallback` when SQLite does not interpret URI
+        /// filenames.
+        case memory(name: String, fallback: String, maximumBytes: Int64 = SeedStaging.maximumInMemoryBytes)
     }
 
     /// Runs steps 1–3 on `seed` staged at the file `staged`; findings go to `collector`. Throws only when a file
@@ -53,11 +55,42 @@ enum SeedStaging {
         switch target {
         case .file(let staged):
             try stageFile(seed: seed, at: staged, collector: collector, shared: shared)
-        case .memory(let name, let fallback):
-            if !stageInMemory(seed: seed, name: name, collector: collector, shared: shared) {
-                try stageFile(seed: seed, at: fallback, collector: collector, shared: shared)
+        case .memory(let name, let fallback, let maximumBytes):
+            if !stageInMemory(seed: seed, name: name, maximumBytes: maximumBytes, collector: collector, shared: shared)
+            {
+                try stageOverlay(seed: seed, at: fallback, collector: collector, shared: shared)
             }
         }
+    }
+
+    /// Steps 1–3 on a copy-on-write overlay of `seed` at `staged` (``CopyOnWriteFile``): the client store opens,
+    /// migrates and closes the overlay exactly as it would a byte copy at `staged`, and the validation reads it, but
+    /// only the blocks the migration writes reach the disk — the seed's other pages are read where they are. Every
+    /// read returns what the byte copy would hold at that moment (the overlay's invariant), so the migration and
+    /// the validation see the same octets, and record the same findings, as on the copy of ``stageFile``
+    /// (docs/decisions.md, "Verify migrates a copy-on-write overlay of a large seed"). Without URI filenames the
+    /// client store cannot be pointed at the overlay's VFS: the byte copy is made then.
+    private static func stageOverlay(
+        seed: String, at staged: String, collector: FindingCollector, shared: PublicationHandoff?
+    ) throws(IOFailure) {
+        guard Connection.interpretsFileURIsByDefault else {
+            return try stageFile(seed: seed, at: staged, collector: collector, shared: shared)
+        }
+        let overlay: CopyOnWriteFile
+        do {
+            overlay = try CopyOnWriteFile(base: seed, overlay: staged)
+        } catch {
+            throw IOFailure(operation: error.operation, path: error.path, errno: error.code)
+        }
+        // Every connection to the overlay is closed when the validation returns; the VFS goes after them.
+        defer { overlay.close() }
+        CrashPoint.reached("install.copied")
+        guard migrate(overlay.uri, collector: collector) else { return }
+        CrashPoint.reached("install.migrated")
+        removeSidecars(of: staged)
+        InstalledSeedValidator(copy: .overlay(uri: overlay.immutableURI), collector: collector,
+                               seed: shared.map { (seed, $0) }).run()
+        removeSidecars(of: staged)
     }
 
     private static func stageFile(
@@ -81,11 +114,11 @@ enum SeedStaging {
     /// Steps 1–3 on an in-memory copy taken with the backup API (the seed's pages, page for page, as a file copy
     /// has them). False, having recorded nothing, when the copy cannot be made; the caller then stages a file.
     private static func stageInMemory(
-        seed: String, name: String, collector: FindingCollector, shared: PublicationHandoff?
+        seed: String, name: String, maximumBytes: Int64, collector: FindingCollector, shared: PublicationHandoff?
     ) -> Bool {
         var info = stat()
         guard Connection.interpretsFileURIsByDefault, stat(seed, &info) == 0,
-              Int64(info.st_size) <= maximumInMemoryBytes
+              Int64(info.st_size) <= maximumBytes
         else { return false }
         let uri = Connection.memoryDatabaseURI(named: name)
         // The holder keeps the in-memory database alive while the client store and the validation open and close
@@ -217,8 +250,17 @@ enum SeedStaging {
 enum StagedCopy: Sendable {
     /// A file, opened read-only and `immutable=1`.
     case file(String)
-    /// An in-memory database (``SeedStaging/Target/memory(name:fallback:)``), opened read-only by its URI.
+    /// An in-memory database (``SeedStaging/Target/memory(name:fallback:maximumBytes:)``), opened read-only by its
+    /// URI.
     case memory(uri: String)
+    /// A copy-on-write overlay of the seed (``CopyOnWriteFile``), opened by its `immutable=1` URI.
+    case overlay(uri: String)
+
+    /// Whether the copy is opened through a VFS of its own, which a database attached to its connection inherits.
+    var hasOwnVFS: Bool {
+        if case .file = self { return false }
+        return true
+    }
 
     /// A read connection guarded by `meter` (``BudgetMeter/guardConnection(_:triggers:)``).
     func openReadOnly(meter: BudgetMeter) throws(SQLiteError) -> Connection {
@@ -229,6 +271,13 @@ enum StagedCopy: Sendable {
             let connection = try Connection(path: uri, mode: .readOnly, uri: true)
             try meter.guardConnection(connection)
             try connection.execute("PRAGMA cache_size = -16384")
+            return connection
+        case .overlay(let uri):
+            // The settings of a file copy (``SeedFileProbe/openImmutable(_:meter:)``): its pages are read from the
+            // disk, so the cache stays as small.
+            let connection = try Connection(path: uri, mode: .readOnly, uri: true)
+            try meter.guardConnection(connection)
+            try connection.execute("PRAGMA mmap_size = 0; PRAGMA cache_size = -2048")
             return connection
         }
     }

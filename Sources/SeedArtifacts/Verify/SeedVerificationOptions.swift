@@ -7,8 +7,8 @@ public struct SeedVerificationOptions: Sendable {
     /// Off for a staged file, which the installer would reject for `snapshot_complete = 0`.
     public var includeInstallerChecks: Bool
     /// The directory that holds an unpacked `.zst` seed and, when the installer checks cannot migrate their copy in
-    /// memory (a seed over 96 MiB, a WAL-mode header, a SQLite without URI filenames), that copy; nil for the
-    /// system temporary directory.
+    /// memory (a seed over 96 MiB, a WAL-mode header), the overlay file of that copy (only the blocks the migration
+    /// writes; a byte copy with a SQLite without URI filenames); nil for the system temporary directory.
     public var temporaryDirectory: String?
     /// At most this many findings are listed per check; the rest are summarized in one finding.
     public var maximumFindingsPerCheck: Int

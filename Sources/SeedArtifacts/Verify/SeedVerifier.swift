@@ -7,9 +7,10 @@ import SystemKit
 /// Verifies a seed database offline (`spec/seed-format.md`): first every publication check of the exporter (§6)
 /// on the file itself, opened read-only and `immutable=1`; then the device installer's validation (§7.1) on a
 /// copy migrated by the client store. That copy is thrown away, so it is an in-memory database (the backup API
-/// copies the seed's pages into it; no file is written, journaled, synced or deleted), or a file in the
-/// temporary directory when the seed cannot be opened in memory. Every failure is a typed ``SeedFinding``; only
-/// input that is not a seed at all throws.
+/// copies the seed's pages into it; no file is written, journaled, synced or deleted), or, for a seed too large for
+/// memory, a copy-on-write overlay of the seed in the temporary directory that holds only the blocks the migration
+/// writes (``CopyOnWriteFile``). Every failure is a typed ``SeedFinding``; only input that is not a seed at all
+/// throws.
 ///
 /// The two phases read different databases, so they run concurrently. Rows are digested once: when the migrated
 /// copy holds exactly the seed's rows, row versions and edges (unchanged pages, or rows compared side by side),
