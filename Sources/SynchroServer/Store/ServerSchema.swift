@@ -17,10 +17,11 @@
 /// A rebuild session stages its rows by reference to `projection` (``rebuildRows(named:)``); triggers save a
 /// projection row's old body into the staged rows that refer to it before it changes (``stagedRowReferences``).
 enum ServerSchema {
-    /// 4: each scope's live member count is kept (``ScopeCardinality``, ``migrationFrom3``); 3: `membership` carries
+    /// 5: SQLite stores keep each scope's digest input as packed chunks (``MembershipChunks``, ``migrationFrom4``;
+    /// nothing changes on PostgreSQL); 4: each scope's live member count is kept (``ScopeCardinality``, ``migrationFrom3``); 3: `membership` carries
     /// each live member's row digest (``migrationFrom2``); 2: rebuild sessions stage rows by reference
     /// (``rebuildRows(named:)``); 1 copied every row body.
-    static let version: Int32 = 4
+    static let version: Int32 = 5
 
     static let script = """
         CREATE TABLE server_meta(
@@ -297,10 +298,15 @@ extension ServerSchema {
 
     /// The SQLite migration script from each older layout to ``version``.
     static let migrations: [Int32: String] = [
-        1: migrationFrom1 + migrationFrom2 + migrationFrom3,
-        2: migrationFrom2 + migrationFrom3,
-        3: migrationFrom3,
+        1: migrationFrom1 + migrationFrom2 + migrationFrom3 + migrationFrom4,
+        2: migrationFrom2 + migrationFrom3 + migrationFrom4,
+        3: migrationFrom3 + migrationFrom4,
+        4: migrationFrom4,
     ]
+
+    /// Layout 4 → 5 (SQLite): the chunk tables and their triggers; the store then builds every scope's chunks in the
+    /// migration's transaction (``MembershipChunks/rebuildAll(store:)``).
+    static let migrationFrom4 = "\n" + MembershipChunks.layout
 
     /// Layout 3 → 4: the kept live member count of each scope (``ScopeCardinality``), counted once from membership.
     /// Additive; the table is created only when absent.

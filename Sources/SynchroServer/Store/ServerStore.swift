@@ -53,6 +53,7 @@ final class ServerStore {
         } else if let steps = ServerSchema.migrations[try connection.userVersion()] {
             try db.transaction {
                 try db.execute(steps)
+                try MembershipChunks.rebuildAll(store: self)
                 try connection.setUserVersion(ServerSchema.version)
             }
         } else if try connection.userVersion() != ServerSchema.version {
@@ -86,6 +87,10 @@ final class ServerStore {
                 }
                 if layout == 3 {
                     try db.execute(PostgresDialect.schema(ServerSchema.migrationFrom3))
+                    layout = 4
+                }
+                if layout == 4 {
+                    // Layout 5 keeps digest chunks on SQLite only (``MembershipChunks``): nothing to change here.
                     layout = Int64(ServerSchema.version)
                     try setMeta(Self.layoutVersionKey, .integer(layout))
                 }
@@ -199,6 +204,12 @@ final class ServerStore {
         try insertManifest(dataset.manifest, json: manifestJSON, affectedScopes: [])
         try loadRows(dataset: dataset, rowsOverride: rowsOverride)
         try ScopeCardinality.recountAll(store: self)
+        if MembershipChunks.kept(in: self) {
+            // After the rows: the triggers that mark chunks dirty do not run per loaded row; the chunks are built
+            // once, in key order.
+            try db.execute(MembershipChunks.layout)
+            try MembershipChunks.rebuildAll(store: self)
+        }
     }
 
     /// Loads every generated row as already materialized at the stream's generation start: rebuild
