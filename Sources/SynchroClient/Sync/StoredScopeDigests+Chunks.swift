@@ -3,7 +3,7 @@ import SynchroProtocol
 
 /// The stored entries of each maintained scope also kept as packed chunks in identity order, so that a steady
 /// verification hashes a few hundred stored runs instead of stepping through one entry per row (docs/decisions.md,
-/// "Scope digest input kept as packed chunks on the client"). The server keeps the same shape over `membership`
+/// "Scope digest input kept as packed chunks"). The server keeps the same shape over `membership`
 /// (`MembershipChunks`).
 ///
 /// A chunk holds the entries of one key range of its scope, `[lower, next chunk's lower)`, as their preimage

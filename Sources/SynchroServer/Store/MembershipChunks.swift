@@ -3,7 +3,7 @@ import SynchroProtocol
 
 /// Each scope's digest input kept as packed chunks in identity order (SQLite stores, layout 5), so that a terminal
 /// checksum is the kept cardinality plus SHA-256 over a few hundred stored runs instead of a scan of one `membership`
-/// row per member (docs/decisions.md, "Scope digest input kept as packed chunks on the server").
+/// row per member (docs/decisions.md, "Scope digest input kept as packed chunks").
 ///
 /// A chunk row holds the live members of one key range of its scope, `[lower, next chunk's lower)`, as their exact
 /// preimage contributions back to back (`u64be(length) || identity || row_digest`, the octets
