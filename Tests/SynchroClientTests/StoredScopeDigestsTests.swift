@@ -162,3 +162,70 @@ struct StoredScopeDigestsTests {
         #expect(try storedCount(fixture, " AND row_digest IS NULL") == 1)
     }
 }
+
+/// The client's chunks of stored entries (docs/decisions.md, "Scope digest input kept as packed chunks").
+@Suite("Stored scope digest chunks")
+struct StoredScopeDigestChunksTests {
+    /// The catalog's entries packed in identity order, as its chunks must hold them.
+    static func packedEntries(_ fixture: SyncFixture) throws -> [UInt8] {
+        var packed: [UInt8] = []
+        try fixture.storeFixture.inspect { connection in
+            let rows = try connection.query(
+                "SELECT identity, row_digest FROM _synchro_seedkit_row_digests WHERE scope_id = 'catalog' ORDER BY identity"
+            ) { [try $0.value(at: 0), try $0.value(at: 1)] }
+            for row in rows {
+                let identity = try #require(row[0].blobValue)
+                withUnsafeBytes(of: UInt64(identity.count).bigEndian) { packed.append(contentsOf: $0) }
+                packed += identity + (try #require(row[1].blobValue))
+            }
+        }
+        return packed
+    }
+
+    static func chunks(_ fixture: SyncFixture) throws -> [[SQLiteValue]] {
+        var chunks: [[SQLiteValue]] = []
+        try fixture.storeFixture.inspect { connection in
+            chunks = try connection.query(
+                "SELECT lower, members, octets FROM _synchro_seedkit_digest_chunks WHERE scope_id = 'catalog' ORDER BY lower"
+            ) { [try $0.value(at: 0), try $0.value(at: 1), try $0.value(at: 2)] }
+        }
+        return chunks
+    }
+
+    static func expectChunksHoldEntries(_ fixture: SyncFixture) throws {
+        #expect(try fixture.count("SELECT count(*) FROM _synchro_seedkit_dirty_chunks WHERE scope_id = 'catalog'") == 0)
+        let chunks = try chunks(fixture)
+        #expect(chunks.first?[0].blobValue == [])
+        #expect(chunks.flatMap { $0[2].blobValue ?? [] } == (try packedEntries(fixture)))
+    }
+
+    @Test("steady changes keep the chunks equal to the entries; a damaged chunk is not used and is packed again")
+    func chunksFollowEntries() throws {
+        let fixture = try SyncFixture(rows: 1500)
+        try fixture.connectAndRebuild()
+        _ = try StoredScopeDigestsTests.pullChange(fixture, id: 1, name: "First")
+        try Self.expectChunksHoldEntries(fixture)
+        #expect(try StoredScopeDigestsTests.pullChange(fixture, id: 2, name: "Second").verifiedScopes
+            == ["catalog", "user:alice"])
+        #expect(try StoredScopeDigestsTests.pullChange(fixture, id: 90_001, name: "Added").verifiedScopes
+            == ["catalog", "user:alice"])
+        try Self.expectChunksHoldEntries(fixture)
+        #expect(try Self.chunks(fixture).count >= 2)
+
+        // The last chunk loses an octet, inside a tracked apply (the entries stay current): the change below is to a
+        // category, in the first chunk, so the damaged chunk would be hashed as stored.
+        try fixture.store.trackedServerApply { connection in
+            try connection.run("""
+                UPDATE _synchro_seedkit_digest_chunks SET octets = substr(octets, 1, length(octets) - 1)
+                WHERE scope_id = 'catalog' AND lower = (
+                    SELECT max(lower) FROM _synchro_seedkit_digest_chunks WHERE scope_id = 'catalog')
+                """)
+        }
+        let outcome = try StoredScopeDigestsTests.pullChange(fixture, id: 3, name: "Third")
+        #expect(outcome.rebuildRequired.isEmpty)
+        #expect(outcome.verifiedScopes == ["catalog", "user:alice"])
+        try Self.expectChunksHoldEntries(fixture)
+        let stored = try #require(try fixture.scopes().first { $0.id == "catalog" }?.checksum)
+        #expect(SeedReceiptStore.parseChecksum(stored) == (try StoredScopeDigestsTests.fullDigest(fixture)))
+    }
+}

@@ -282,3 +282,78 @@ struct ScopeDigestChecksumTests {
         }
     }
 }
+
+/// ``ScopeDigestAccumulator/add(packed:)``, the chunked pass's fast path, against row-by-row adds.
+@Suite("Scope digest from packed runs")
+struct PackedScopeDigestTests {
+    static let schemaHash = [UInt8](repeating: 7, count: 32)
+
+    /// Entries in identity order (arbitrary octets: the accumulator checks order, not structure).
+    static func entries(_ count: Int) -> [(identity: [UInt8], digest: [UInt8])] {
+        (0..<count).map { i in
+            ([1, 2, 3] + withUnsafeBytes(of: UInt32(i * 3 + 1).bigEndian) { Array($0) } + Array(repeating: 9, count: i % 5),
+             (0..<32).map { UInt8(truncatingIfNeeded: i &* 31 &+ $0) })
+        }
+    }
+
+    static func pack(_ entries: some Collection<(identity: [UInt8], digest: [UInt8])>) -> [UInt8] {
+        var packed: [UInt8] = []
+        for entry in entries {
+            withUnsafeBytes(of: UInt64(entry.identity.count).bigEndian) { packed.append(contentsOf: $0) }
+            packed += entry.identity + entry.digest
+        }
+        return packed
+    }
+
+    @Test("runs of any split give the row-by-row digest", arguments: [[0, 1000], [0, 1, 999, 1000], [0, 500, 500, 1000]])
+    func packedEqualsRows(cuts: [Int]) throws {
+        let all = Self.entries(1000)
+        var rows = try ScopeDigestAccumulator(schemaHash: Self.schemaHash, scopeID: "s", cardinality: 1000)
+        let empty = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
+        for entry in all {
+            try entry.identity.withUnsafeBufferPointer { identity in
+                try entry.digest.withUnsafeBufferPointer {
+                    try rows.add(identityHead: identity, identityTail: empty, rowDigest: $0)
+                }
+            }
+        }
+        var packed = try ScopeDigestAccumulator(schemaHash: Self.schemaHash, scopeID: "s", cardinality: 1000)
+        for (from, to) in zip(cuts, cuts.dropFirst()) {
+            let run = Self.pack(all[from..<to])
+            let added = try run.withUnsafeBufferPointer { try packed.add(packed: $0) }
+            #expect(added.rows == to - from)
+        }
+        #expect(try packed.finalize() == (try rows.finalize()))
+    }
+
+    @Test("a truncated run, a repeat or a step back across runs, or a row beyond the count is refused")
+    func packedChecks() throws {
+        let all = Self.entries(10)
+        func attempt(_ runs: [[UInt8]], cardinality: UInt64 = 10) -> ScopeDigestError? {
+            do throws(ScopeDigestError) {
+                var accumulator = try ScopeDigestAccumulator(
+                    schemaHash: Self.schemaHash, scopeID: "s", cardinality: cardinality)
+                for run in runs {
+                    let result: Result<Void, ScopeDigestError> = run.withUnsafeBufferPointer { buffer in
+                        do throws(ScopeDigestError) {
+                            _ = try accumulator.add(packed: buffer)
+                            return .success(())
+                        } catch {
+                            return .failure(error)
+                        }
+                    }
+                    try result.get()
+                }
+                _ = try accumulator.finalize()
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(attempt([Self.pack(all[0..<5]), Self.pack(all[5..<10])]) == nil)
+        #expect(attempt([Array(Self.pack(all).dropLast())]) == .invalidRowDigest(entry: 9))
+        #expect(attempt([Self.pack(all[0..<5]), Self.pack(all[4..<9])]) == .duplicateIdentity(entry: 5))
+        #expect(attempt([Self.pack(all[5..<10]), Self.pack(all[0..<5])]) == .outOfOrder(entry: 5))
+        #expect(attempt([Self.pack(all)], cardinality: 9) == .cardinalityMismatch(declared: 9, actual: 10))
+    }
+}

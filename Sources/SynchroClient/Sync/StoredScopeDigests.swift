@@ -88,7 +88,7 @@ struct StoredScopeDigests {
             UPDATE _synchro_seedkit_row_digests SET row_digest = NULL
             WHERE table_name = OLD.table_name AND record_id = OLD.record_id;
         END;
-        """
+        """ + chunkLayout
 
     /// Names of the layout's objects, to tell whether it is complete.
     static let objectNames = [
@@ -96,7 +96,7 @@ struct StoredScopeDigests {
         "_synchro_seedkit_edge_delete", "_synchro_seedkit_edge_update", "_synchro_seedkit_version_insert",
         "_synchro_seedkit_version_update", "_synchro_seedkit_version_delete", counts,
         "_synchro_seedkit_count_insert", "_synchro_seedkit_count_delete", "_synchro_seedkit_count_update",
-    ]
+    ] + chunkObjectNames
 
     /// Whether every object of ``layout`` exists on `connection`.
     static func isInstalled(on connection: Connection) throws -> Bool {
@@ -125,7 +125,8 @@ struct StoredScopeDigests {
     /// The scope digest from the stored entries, re-digesting the stale ones and writing their digests back; nil
     /// when the entries may not be used (not rewritten under the current stamp) or do not add up (an entry of an
     /// unknown table or a missing row, a number of entries that differs from the kept edge count, an identity out of
-    /// order). Fresh entries are hashed in place: the pass allocates nothing per row.
+    /// order, a chunk whose rows or range do not match). Clean chunks are hashed as stored (one update per chunk, after
+    /// the accumulator's walk of their rows); dirty ranges are read entry by entry, then packed again.
     func storedDigest(scope: String, stamp: ScopeDigestMemo.Stamp) throws -> Checksum? {
         guard session.storedEntriesAreCurrent(scope: scope, stamp: stamp), try Self.isInstalled(on: rows.connection),
               try rows.connection.cachedStatement("SELECT 1 FROM _synchro_seedkit_digest_scopes WHERE scope_id = ?")
@@ -133,40 +134,89 @@ struct StoredScopeDigests {
               try resolvePendingEdges(scope: scope),
               var accumulator = try keptCountAccumulator(scope: scope)
         else { return nil }
-        var restaled = StaleRows(rows: rows)
-        var refreshed: [(identity: [UInt8], digest: [UInt8])] = []
-        let statement = try rows.connection.cachedStatement("""
-            SELECT identity, row_digest, table_name, record_id FROM _synchro_seedkit_row_digests
-            WHERE scope_id = ? ORDER BY identity
-            """)
-        try statement.bind([.text(scope)])
-        defer { statement.reset() }
-        let empty = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
-        while try statement.step() {
-            if statement.storageClass(at: 1) == .blob {
-                // In place, without a generic call per row: this loop is the whole cost of a steady verification.
-                guard (try? accumulator.add(
-                    identityHead: statement.unsafeBlobBytes(at: 0), identityTail: empty,
-                    rowDigest: statement.unsafeBlobBytes(at: 1))) != nil
-                else { return nil }
-                continue
-            }
-            let identity = statement.blob(at: 0)
-            guard let entry = try restaled.entry(
-                scope: scope, tableName: try statement.text(at: 2), recordID: try statement.text(at: 3)),
-                entry.identity.bytes == identity,
-                (try? accumulator.add(identity: entry.identity, rowDigest: entry.digest)) != nil
-            else { return nil }
-            if !entry.protected { refreshed.append((identity, entry.digest)) }
+        var pass = EntryPass(rows: rows, scope: scope)
+        let (chunks, dirty) = try Self.chunkIndex(scope: scope, on: rows.connection)
+        var repack: [[UInt8]] = []
+        if chunks.first?.lower != [] {
+            guard try pass.add(ChunkRange(lower: [], upper: chunks.first?.lower), to: &accumulator) else { return nil }
+            if !chunks.isEmpty { repack.append([]) }
         }
-        statement.reset()
+        if !chunks.isEmpty {
+            let octets = try rows.connection.cachedStatement(
+                "SELECT lower, octets FROM _synchro_seedkit_digest_chunks WHERE scope_id = ? ORDER BY lower")
+            try octets.bind([.text(scope)])
+            defer { octets.reset() }
+            var index = 0
+            while try octets.step() {
+                guard index < chunks.count, chunks[index].lower.elementsEqual(octets.unsafeBlobBytes(at: 0)) else {
+                    return nil
+                }
+                let range = ChunkRange(lower: chunks[index].lower, upper: chunks.dropFirst(index + 1).first?.lower)
+                if dirty.contains(range.lower) {
+                    guard try pass.add(range, to: &accumulator) else { return nil }
+                    repack.append(range.lower)
+                } else {
+                    guard Self.addChunk(
+                        octets.unsafeBlobBytes(at: 1), members: chunks[index].members, range: range, to: &accumulator)
+                    else { return nil }
+                }
+                index += 1
+            }
+            guard index == chunks.count else { return nil }
+        }
         guard let checksum = try LocalRows.checksum(of: accumulator) else { return nil }
         let write = try rows.connection.cachedStatement(
             "UPDATE _synchro_seedkit_row_digests SET row_digest = ? WHERE scope_id = ? AND identity = ?")
-        for (identity, digest) in refreshed {
+        for (identity, digest) in pass.refreshed {
             try write.run([.blob(digest), .text(scope), .blob(identity)])
         }
+        if chunks.isEmpty {
+            try Self.buildChunks(scope: scope, on: rows.connection)
+        } else {
+            for lower in repack { try Self.repackChunk(scope: scope, from: lower, on: rows.connection) }
+        }
         return checksum
+    }
+
+    /// Entries read one by one (dirty ranges, the part below the first chunk), stale ones re-digested from their rows.
+    private struct EntryPass {
+        let rows: LocalRows
+        let scope: String
+        var restaled: StaleRows
+        /// Re-digested entries of unprotected rows, written back after the digest.
+        var refreshed: [(identity: [UInt8], digest: [UInt8])] = []
+
+        init(rows: LocalRows, scope: String) {
+            self.rows = rows
+            self.scope = scope
+            restaled = StaleRows(rows: rows)
+        }
+
+        /// Adds the entries of `range`; false when one does not add up.
+        mutating func add(_ range: ChunkRange, to accumulator: inout ScopeDigestAccumulator) throws -> Bool {
+            let statement = try StoredScopeDigests.entryRange(range, on: rows.connection)
+            try statement.bind([.text(scope), .blob(range.lower)] + (range.upper.map { [.blob($0)] } ?? []))
+            defer { statement.reset() }
+            let empty = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
+            while try statement.step() {
+                if statement.storageClass(at: 1) == .blob {
+                    // In place, without a generic call per row.
+                    guard (try? accumulator.add(
+                        identityHead: statement.unsafeBlobBytes(at: 0), identityTail: empty,
+                        rowDigest: statement.unsafeBlobBytes(at: 1))) != nil
+                    else { return false }
+                    continue
+                }
+                let identity = statement.blob(at: 0)
+                guard let entry = try restaled.entry(
+                    scope: scope, tableName: try statement.text(at: 2), recordID: try statement.text(at: 3)),
+                    entry.identity.bytes == identity,
+                    (try? accumulator.add(identity: entry.identity, rowDigest: entry.digest)) != nil
+                else { return false }
+                if !entry.protected { refreshed.append((identity, entry.digest)) }
+            }
+            return true
+        }
     }
 
     /// The digest's start with the scope's kept edge count; nil when none is kept (a layout older than the count) or
@@ -207,6 +257,8 @@ struct StoredScopeDigests {
     static func rewrite(
         scope: String, on connection: Connection, _ fill: (_ store: (RowIdentity, [UInt8]?, String, String) throws -> Void) throws -> Bool
     ) throws -> Bool {
+        // First: with no chunk, the entries' triggers mark nothing for the scope while it is refilled.
+        try dropChunks(scope: scope, on: connection)
         for sql in [
             "DELETE FROM _synchro_seedkit_row_digests WHERE scope_id = ?",
             "DELETE FROM _synchro_seedkit_pending_edges WHERE scope_id = ?",
@@ -222,15 +274,18 @@ struct StoredScopeDigests {
             INSERT INTO _synchro_seedkit_row_digests (scope_id, identity, table_name, record_id, row_digest)
             VALUES (?, ?, ?, ?, ?)
             """)
-        return try fill { identity, digest, tableName, recordID in
+        let filled = try fill { identity, digest, tableName, recordID in
             try insert.run([
                 .text(scope), .blob(identity.bytes), .text(tableName), .text(recordID), digest.map(SQLiteValue.blob) ?? .null,
             ])
         }
+        if filled { try buildChunks(scope: scope, on: connection) }
+        return filled
     }
 
     /// Stops maintaining `scope`'s entries (a recomputation that could not stream them).
     static func forget(scope: String, on connection: Connection) throws {
+        try dropChunks(scope: scope, on: connection)
         for sql in [
             "DELETE FROM _synchro_seedkit_digest_scopes WHERE scope_id = ?",
             "DELETE FROM _synchro_seedkit_digest_counts WHERE scope_id = ?",

@@ -287,6 +287,77 @@ public struct ScopeDigestAccumulator: ~Copyable, Sendable {
         return nil
     }
 
+    /// Where one identity lies in a packed run given to ``add(packed:)``: offset and length in octets.
+    public struct PackedIdentity: Sendable, Equatable {
+        public let offset: Int
+        public let count: Int
+    }
+
+    /// What ``add(packed:)`` found in a run: its number of rows and its first and last identities (nil when empty).
+    public struct PackedRun: Sendable, Equatable {
+        public let rows: Int
+        public let first: PackedIdentity?
+        public let last: PackedIdentity?
+    }
+
+    /// Adds the rows of `packed`, their contributions to the preimage back to back exactly as the preimage holds them
+    /// (`u64be(length) || identity || row_digest` each), and hashes the run with one update instead of row by row.
+    ///
+    /// Every check of ``add(identityHead:identityTail:rowDigest:)`` holds for each row: the run is walked first, and
+    /// a row whose length runs past the end (its digest would not be 32 octets), an identity that does not sort
+    /// strictly after the previous one (in the run or before it) or a row beyond the declared cardinality is refused
+    /// before anything is hashed. The walk reads each row's length and compares it with the previous row in place:
+    /// no copy per row.
+    public mutating func add(packed: UnsafeBufferPointer<UInt8>) throws(ScopeDigestError) -> PackedRun {
+        guard let base = packed.baseAddress, packed.count > 0 else { return PackedRun(rows: 0, first: nil, last: nil) }
+        let end = packed.count
+        var at = 0
+        var rows = 0
+        var first: PackedIdentity?
+        var last: PackedIdentity?
+        while at < end {
+            let entry = Int(count) + rows
+            guard end - at >= 40 else { return try fail(.invalidRowDigest(entry: entry)) }
+            let length = UInt64(bigEndian: UnsafeRawPointer(base + at).loadUnaligned(as: UInt64.self))
+            guard length <= UInt64(end - at - 40) else { return try fail(.invalidRowDigest(entry: entry)) }
+            let identity = PackedIdentity(offset: at + 8, count: Int(length))
+            let order: Int
+            if let last {
+                order = ByteRun.compare(base + last.offset, count: last.count, base + identity.offset, count: identity.count)
+            } else if count > 0 {
+                let previousCount = previousCount
+                let current = UnsafeBufferPointer(start: base + identity.offset, count: identity.count)
+                order = previous.withUnsafeBufferPointer {
+                    ByteRun.compare(UnsafeBufferPointer(rebasing: $0[..<previousCount]), current)
+                }
+            } else {
+                order = -1
+            }
+            if order == 0 { return try fail(.duplicateIdentity(entry: entry)) }
+            guard order < 0 else { return try fail(.outOfOrder(entry: entry)) }
+            guard UInt64(entry) < cardinality else {
+                return try fail(.cardinalityMismatch(declared: cardinality, actual: UInt64(entry) + 1))
+            }
+            if first == nil { first = identity }
+            last = identity
+            rows += 1
+            at = identity.offset + identity.count + 32
+        }
+        flush()
+        hasher.update(UnsafeRawBufferPointer(packed))
+        count += UInt64(rows)
+        if let last {
+            if previous.count < last.count { previous = [UInt8](repeating: 0, count: Swift.max(last.count, 2 * previous.count)) }
+            if last.count > 0 {
+                previous.withUnsafeMutableBufferPointer { $0.baseAddress.unsafelyUnwrapped.update(from: base + last.offset, count: last.count) }
+            }
+            previousCount = last.count
+        }
+        return PackedRun(rows: rows, first: first, last: last)
+    }
+
+    private func fail(_ error: ScopeDigestError) throws(ScopeDigestError) -> PackedRun { throw error }
+
     /// Hands the staged octets to the hasher.
     private mutating func flush() {
         let staged = pendingCount

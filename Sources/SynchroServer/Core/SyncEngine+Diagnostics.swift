@@ -45,6 +45,25 @@ extension SyncEngine {
         try state.withLock { state in try state.store.db.cachedStatement(sql).rows(arguments) }
     }
 
+    /// The scope digest of `scope` as its terminal checksum would be computed now, two ways: from the kept chunks
+    /// (nil when they do not add up and the pass would fall back, or the store keeps none) and from `membership` alone.
+    func scopeDigestPassesForTesting(scope: String) throws -> (chunks: [UInt8]?, membership: [UInt8]) {
+        try state.withLock { state in
+            let schemaHash = state.manifest.schemaHashOctets
+            let count = try ScopeCardinality.live(scope: scope, store: state.store)
+            let full = try ScopeDigestCache.fullPass(scope: scope, schemaHash: schemaHash, count: count, store: state.store)
+            guard MembershipChunks.kept(in: state.store) else { return (nil, full.1) }
+            var accumulator = try ScopeDigestAccumulator(
+                schemaHash: schemaHash, scopeID: scope, cardinality: UInt64(count))
+            do {
+                try MembershipChunks.addMembers(scope: scope, to: &accumulator, store: state.store)
+                return (try accumulator.finalize(), full.1)
+            } catch is MembershipChunks.Unusable, is ScopeDigestError {
+                return (nil, full.1)
+            }
+        }
+    }
+
     /// Storage class, length and octets of one value, so that no two different rows hash alike.
     private static func hash(_ value: SQLiteValue, into hasher: inout SHA256) {
         let (tag, octets): (UInt8, [UInt8])

@@ -85,6 +85,8 @@ struct MaterializationBatch {
                 }
                 stream.materializedLSN = entry.lsn
             }
+            // The ranges whose edges changed (marked by membership's triggers) are packed again in this transaction.
+            try MembershipChunks.refreshDirty(store: store)
             try store.setMeta(StreamState.materializedLSNKey, .integer(stream.materializedLSN))
             try store.setMeta(StreamState.streamPositionKey, .integer(stream.position))
             return outcome

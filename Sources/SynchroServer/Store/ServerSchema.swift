@@ -18,11 +18,13 @@
 /// A rebuild session stages its rows by reference to `projection` (``rebuildRows(named:)``); triggers save a
 /// projection row's old body into the staged rows that refer to it before it changes (``stagedRowReferences``).
 enum ServerSchema {
-    /// 5: seed exports stage their rows by reference (`seed_export_scopes.first_staged`, ``migrationFrom4``);
-    /// 4: each scope's live member count is kept (``ScopeCardinality``, ``migrationFrom3``); 3: `membership` carries
+    /// 6: SQLite stores keep each scope's digest input as packed chunks (``MembershipChunks``, ``migrationFrom5``;
+    /// nothing changes on PostgreSQL); 5: seed exports stage their rows by reference
+    /// (`seed_export_scopes.first_staged`, ``migrationFrom4``); 4: each scope's live member count is kept
+    /// (``ScopeCardinality``, ``migrationFrom3``); 3: `membership` carries
     /// each live member's row digest (``migrationFrom2``); 2: rebuild sessions stage rows by reference
     /// (``rebuildRows(named:)``); 1 copied every row body.
-    static let version: Int32 = 5
+    static let version: Int32 = 6
 
     static let script = """
         CREATE TABLE server_meta(
@@ -301,16 +303,21 @@ extension ServerSchema {
 
     /// The SQLite migration script from each older layout to ``version``.
     static let migrations: [Int32: String] = [
-        1: migrationFrom1 + migrationFrom2 + migrationFrom3 + migrationFrom4,
-        2: migrationFrom2 + migrationFrom3 + migrationFrom4,
-        3: migrationFrom3 + migrationFrom4,
-        4: migrationFrom4,
+        1: migrationFrom1 + migrationFrom2 + migrationFrom3 + migrationFrom4 + migrationFrom5,
+        2: migrationFrom2 + migrationFrom3 + migrationFrom4 + migrationFrom5,
+        3: migrationFrom3 + migrationFrom4 + migrationFrom5,
+        4: migrationFrom4 + migrationFrom5,
+        5: migrationFrom5,
     ]
 
     /// Layout 4 → 5: each exported scope may name the first `rebuild_rows.staged` number of its rows staged by
     /// reference (``SeedExportStaging``). Additive: exports staged before keep NULL and are served from their copied
     /// rows in `seed_export_rows`. The statement is the same on SQLite and PostgreSQL (``PostgresDialect``).
     static let migrationFrom4 = "\nALTER TABLE seed_export_scopes ADD COLUMN first_staged INTEGER;\n"
+
+    /// Layout 5 → 6 (SQLite): the chunk tables and their triggers; the store then builds every scope's chunks in the
+    /// migration's transaction (``MembershipChunks/rebuildAll(store:)``).
+    static let migrationFrom5 = "\n" + MembershipChunks.layout
 
     /// Layout 3 → 4: the kept live member count of each scope (``ScopeCardinality``), counted once from membership.
     /// Additive; the table is created only when absent.

@@ -53,6 +53,7 @@ final class ServerStore {
         } else if let steps = ServerSchema.migrations[try connection.userVersion()] {
             try db.transaction {
                 try db.execute(steps)
+                try MembershipChunks.rebuildAll(store: self)
                 try connection.setUserVersion(ServerSchema.version)
             }
         } else if try connection.userVersion() != ServerSchema.version {
@@ -91,6 +92,11 @@ final class ServerStore {
                 }
                 if layout == 4 {
                     try db.execute(PostgresDialect.translate(ServerSchema.migrationFrom4))
+                    layout = 5
+                    try setMeta(Self.layoutVersionKey, .integer(layout))
+                }
+                if layout == 5 {
+                    // Layout 6 keeps digest chunks on SQLite only (``MembershipChunks``): nothing to change here.
                     layout = Int64(ServerSchema.version)
                     try setMeta(Self.layoutVersionKey, .integer(layout))
                 }
@@ -204,6 +210,12 @@ final class ServerStore {
         try insertManifest(dataset.manifest, json: manifestJSON, affectedScopes: [])
         try loadRows(dataset: dataset, rowsOverride: rowsOverride)
         try ScopeCardinality.recountAll(store: self)
+        if MembershipChunks.kept(in: self) {
+            // After the rows: the triggers that mark chunks dirty do not run per loaded row; the chunks are built
+            // once, in key order.
+            try db.execute(MembershipChunks.layout)
+            try MembershipChunks.rebuildAll(store: self)
+        }
     }
 
     /// Loads every generated row as already materialized at the stream's generation start: rebuild

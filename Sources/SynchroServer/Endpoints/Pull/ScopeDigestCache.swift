@@ -64,6 +64,22 @@ struct ScopeDigestCache {
     ) throws -> (Int64, [UInt8]) {
         let count = try knownCardinality ?? ScopeCardinality.live(scope: scope, store: store)
         guard count >= 0 else { throw SyncIntegrityViolation() }
+        if MembershipChunks.kept(in: store) {
+            var accumulator = try ScopeDigestAccumulator(
+                schemaHash: schemaHash, scopeID: scope, cardinality: UInt64(count))
+            do {
+                try MembershipChunks.addMembers(scope: scope, to: &accumulator, store: store)
+                return (count, try accumulator.finalize())
+            } catch is MembershipChunks.Unusable, is ScopeDigestError {
+                // A chunk that does not add up (or a wrong kept count): the pass below decides from membership alone.
+            }
+        }
+        return try fullPass(scope: scope, schemaHash: schemaHash, count: count, store: store)
+    }
+
+    /// The pass over `membership`'s key range of the scope, one row at a time: PostgreSQL stores, and a SQLite store
+    /// whose chunks did not add up.
+    static func fullPass(scope: String, schemaHash: [UInt8], count: Int64, store: ServerStore) throws -> (Int64, [UInt8]) {
         var accumulator = try ScopeDigestAccumulator(
             schemaHash: schemaHash, scopeID: scope, cardinality: UInt64(count))
         let rows = try store.db.cachedStatement("""

@@ -56,6 +56,8 @@ struct SchemaActivation {
                 try store.db.cachedStatement(ServerSchema.membershipDigestsFromProjection).run([])
                 // Removed tables' rows left membership and digests may have become NULL: recount every scope.
                 try ScopeCardinality.recountAll(store: store)
+                // And the digest chunks are built again from membership, once, in key order.
+                try MembershipChunks.rebuildAll(store: store)
                 try rewrite(.stream, after: .integer(0))
                 try copySourceRowsFromProjection()
                 try rewrite(.sourceRows, after: .blob([]))
