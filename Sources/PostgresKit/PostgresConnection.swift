@@ -223,7 +223,7 @@ public final class PostgresConnection {
         return "\(host.isEmpty ? "localhost" : host):\(port)/\(text(PQdb(connection))) as \(text(PQuser(connection)))"
     }
 
-    private static func withParameters<Result>(
+    static func withParameters<Result>(
         _ parameters: [String?], _ body: ([UnsafePointer<CChar>?]) -> Result
     ) -> Result {
         let copies = parameters.map { $0.flatMap { strdup($0) } }

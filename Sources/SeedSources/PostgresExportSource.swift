@@ -18,7 +18,8 @@ import SynchroProtocol
 ///
 /// The connection string is libpq's (`postgresql://USER@HOST:PORT/DB`, `key=value` pairs, `PG*` variables,
 /// `~/.pgpass`, `sslmode`…); it is never kept or printed: messages name ``target``. Calls are serialized (the
-/// exporter fetches the next page from another thread while it writes the current one).
+/// exporter fetches the next page from another thread while it writes the current one), and each page's
+/// successor is requested as soon as the page arrives (``scopePage(_:)``).
 public final class PostgresExportSource: SeedExportSource {
     /// Where the connection goes: `host:port/database as user`, never a password.
     public let target: String
@@ -76,6 +77,7 @@ public final class PostgresExportSource: SeedExportSource {
 
     public func exportManifest(pageLimit: Int64) throws(SeedExportError) -> [UInt8] {
         try session.withLock { (session: inout sending Session) throws(SeedExportError) -> [UInt8] in
+            _ = session.settleAhead()
             let value = try session.call(
                 Function.exportManifest, "SELECT synchro.synchro_portable_seed_manifest($1::integer)",
                 [String(pageLimit)])
@@ -83,14 +85,23 @@ public final class PostgresExportSource: SeedExportSource {
         }
     }
 
+    /// A page, and the call for the page after it sent at once (``Session/sendAhead(_:)``): the database builds
+    /// that page while the exporter parses, checks and writes this one. The call sent ahead is the request the
+    /// exporter makes next when this page is valid — same scope, receipt and limit, the token this page issued,
+    /// the ordinal after a full page — and is used only when the next request is exactly that one; any other
+    /// request first receives and discards it. Calls stay serialized on the one connection: at most one is ahead.
     public func scopePage(_ request: SeedPageRequest) throws(SeedExportError) -> [UInt8] {
         try session.withLock { (session: inout sending Session) throws(SeedExportError) -> [UInt8] in
-            let result = try session.result(
-                Function.scopePage,
-                "SELECT synchro.synchro_portable_seed_scope($1::text, $2::text, $3::text, $4::bigint, $5::integer)",
-                [request.scopeID, request.pageToken, request.receipt, String(request.expectedRowOrdinal),
-                 String(request.limit)])
-            if Self.isPageText(result.bytes, type: result.type) { return result.bytes }
+            let result: (bytes: [UInt8], type: UInt32?)
+            if let sent = session.settleAhead(), PageCall.same(sent.request, request) {
+                result = try sent.outcome.get()
+            } else {
+                result = try session.result(Function.scopePage, PageCall.sql, PageCall.parameters(request))
+            }
+            if Self.isPageText(result.bytes, type: result.type) {
+                if let next = PageCall.next(after: request, page: result.bytes) { session.sendAhead(next) }
+                return result.bytes
+            }
             return try Self.canonical(session.decode(Function.scopePage, result.bytes), route: Function.scopePage)
         }
     }
@@ -191,9 +202,43 @@ public final class PostgresExportSource: SeedExportSource {
 private struct Session {
     let connection: PostgresConnection
     var inTransaction = false
+    /// The page call sent and not yet received (``PostgresExportSource/scopePage(_:)``).
+    var ahead: SeedPageRequest?
+
+    /// Sends the page call for `request` without waiting for it; when it cannot be sent, the request is simply
+    /// made again when asked for (and then reports its failure).
+    mutating func sendAhead(_ request: SeedPageRequest) {
+        do {
+            try connection.send(PageCall.sql, PageCall.parameters(request))
+            ahead = request
+        } catch {
+            ahead = nil
+        }
+    }
+
+    /// Receives the call sent ahead, if any, leaving the connection idle: its request and its result or failure.
+    mutating func settleAhead() -> (request: SeedPageRequest, outcome: Result<(bytes: [UInt8], type: UInt32?), SeedExportError>)? {
+        guard let request = ahead else { return nil }
+        ahead = nil
+        return (request, Result { () throws(SeedExportError) in try receive() })
+    }
+
+    /// The result of the call sent ahead, as ``result(_:_:_:)`` reports a call's.
+    private func receive() throws(SeedExportError) -> (bytes: [UInt8], type: UInt32?) {
+        let function = PostgresExportSource.Function.scopePage
+        let rows: PostgresRows
+        do {
+            rows = try connection.receive()
+        } catch {
+            let failure = PostgresExportSource.failure(error, function: function, target: connection.target)
+            throw .database(route: function, failure: failure)
+        }
+        return try Self.first(of: rows, function: function)
+    }
 
     /// Ends any earlier transaction and begins the export snapshot.
     mutating func begin() throws(SeedExportError) {
+        _ = settleAhead()
         rollback()
         do {
             try connection.execute(PostgresTransactionMode.snapshotExport.beginSQL)
@@ -205,6 +250,7 @@ private struct Session {
     }
 
     mutating func commit() throws(SeedExportError) {
+        _ = settleAhead()
         guard inTransaction else { return }
         inTransaction = false
         do {
@@ -216,6 +262,7 @@ private struct Session {
     }
 
     mutating func rollback() {
+        _ = settleAhead()
         guard inTransaction else { return }
         inTransaction = false
         _ = try? connection.execute("ROLLBACK")
@@ -237,6 +284,13 @@ private struct Session {
             let failure = PostgresExportSource.failure(error, function: function, target: connection.target)
             throw .database(route: function, failure: failure)
         }
+        return try Self.first(of: rows, function: function)
+    }
+
+    /// The one value of a call's result and its type OID, refusing SQL NULL.
+    static func first(
+        of rows: PostgresRows, function: String
+    ) throws(SeedExportError) -> (bytes: [UInt8], type: UInt32?) {
         guard let first = rows.rows.first, let bytes = first.first ?? nil else {
             throw .database(route: function, failure: .nullResult)
         }
@@ -295,5 +349,56 @@ public struct SerializationRetryPolicy: Sendable, Equatable {
     public static func sleep(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
         Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
+    }
+}
+
+/// The page call's text and parameters, and the call a page implies next.
+enum PageCall {
+    static let sql =
+        "SELECT synchro.synchro_portable_seed_scope($1::text, $2::text, $3::text, $4::bigint, $5::integer)"
+
+    static func parameters(_ request: SeedPageRequest) -> [String?] {
+        [request.scopeID, request.pageToken, request.receipt, String(request.expectedRowOrdinal),
+         String(request.limit)]
+    }
+
+    /// Whether two requests are the same call, comparing every text by its octets.
+    static func same(_ a: SeedPageRequest, _ b: SeedPageRequest) -> Bool {
+        a.scopeID.utf8.elementsEqual(b.scopeID.utf8) && a.pageToken.utf8.elementsEqual(b.pageToken.utf8)
+            && a.receipt.utf8.elementsEqual(b.receipt.utf8) && a.expectedRowOrdinal == b.expectedRowOrdinal
+            && a.limit == b.limit
+    }
+
+    /// The request the exporter makes after `page` when `page` is a valid full page: read from the page text's
+    /// last members, `"page_token":"TOKEN","has_more":true}`, as the reference server's functions end a page;
+    /// nil for anything else (a last page, another shape, a token with characters outside base64url and `.`).
+    /// Only a guess: the exporter still parses and checks the page, and a request that differs is made anew.
+    static func next(after request: SeedPageRequest, page: [UInt8]) -> SeedPageRequest? {
+        guard page.count > moreSuffix.count, page.suffix(moreSuffix.count).elementsEqual(moreSuffix) else {
+            return nil
+        }
+        let end = page.count - moreSuffix.count
+        var start = end
+        while start > 0, tokenOctet(page[start - 1]) { start -= 1 }
+        guard start < end, start >= tokenPrefix.count,
+              page[(start - tokenPrefix.count)..<start].elementsEqual(tokenPrefix)
+        else { return nil }
+        return SeedPageRequest(
+            scopeID: request.scopeID, pageToken: String(decoding: page[start..<end], as: UTF8.self),
+            receipt: request.receipt, expectedRowOrdinal: request.expectedRowOrdinal + request.limit,
+            limit: request.limit)
+    }
+
+    private static let moreSuffix = Array(#"","has_more":true}"#.utf8)
+    private static let tokenPrefix = Array(#","page_token":""#.utf8)
+
+    private static func tokenOctet(_ octet: UInt8) -> Bool {
+        switch octet {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
+            return true
+        default:
+            return false
+        }
     }
 }

@@ -17,8 +17,8 @@
 enum SeedExportFunctions {
     /// The whole installation script.
     static var script: String {
-        [sharedScopes, SeedExportSQLHelpers.primitives, SeedExportSQLHelpers.exportPieces, schemaManifest,
-         exportManifest, scopePage, registration, grants].joined(separator: "\n")
+        [sharedScopes, SeedExportSQLHelpers.primitives, SeedExportSQLHelpers.exportPieces, KeptScopeDigests.script,
+         schemaManifest, exportManifest, scopePage, registration, grants].joined(separator: "\n")
     }
 
     /// Which shared scopes are declared and which of them portable: the dataset's, plus any an operator registers.
@@ -56,6 +56,8 @@ enum SeedExportFunctions {
             v_state jsonb;
             v_schema record;
             v_scope record;
+            v_cardinality bigint;
+            v_digest bytea;
             v_entries jsonb := '[]';
             v_digests jsonb := '{}';
             v_body jsonb;
@@ -96,21 +98,30 @@ enum SeedExportFunctions {
                     coalesce(seedkit_server.seed_meta_integer('stream_position'), 0)),
                 'page_limit', p_page_limit,
                 'issued_at', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'));
+            -- A scope's kept digest (KeptScopeDigests: forgotten in the transaction of any membership change) is
+            -- the digest this snapshot would compute; without one for this schema hash, it is computed here.
             FOR v_scope IN
-                SELECT s.scope_id, d.cardinality, d.digest
-                FROM seedkit_server.shared_scopes s,
-                     LATERAL seedkit_server.seed_scope_digest(s.scope_id, decode(v_schema.hash, 'hex')) d
+                SELECT s.scope_id, k.cardinality, k.digest
+                FROM seedkit_server.shared_scopes s
+                LEFT JOIN seedkit_server.kept_scope_digests k
+                       ON k.scope_id = s.scope_id AND k.schema_hash = v_schema.hash
                 WHERE s.portable ORDER BY s.scope_id
             LOOP
+                v_cardinality := v_scope.cardinality;
+                v_digest := v_scope.digest;
+                IF v_digest IS NULL THEN
+                    SELECT d.cardinality, d.digest INTO v_cardinality, v_digest
+                      FROM seedkit_server.seed_scope_digest(v_scope.scope_id, decode(v_schema.hash, 'hex')) d;
+                END IF;
                 v_entries := v_entries || jsonb_build_array(jsonb_build_object(
                     'id', v_scope.scope_id,
                     'registry_generation', v_state -> 'registry_generation',
                     'membership_generation', v_state -> 'membership_generation',
                     'retention_generation', v_state -> 'retention_generation',
-                    'cardinality', v_scope.cardinality,
-                    'checksum', seedkit_server.seed_checksum(v_scope.digest)));
+                    'cardinality', v_cardinality,
+                    'checksum', seedkit_server.seed_checksum(v_digest)));
                 v_digests := v_digests || jsonb_build_object(v_scope.scope_id, jsonb_build_object(
-                    'cardinality', v_scope.cardinality, 'digest', encode(v_scope.digest, 'hex')));
+                    'cardinality', v_cardinality, 'digest', encode(v_digest, 'hex')));
             END LOOP;
             v_body := jsonb_build_object(
                 'export_id', v_state -> 'export_id', 'schema_version', v_state -> 'schema_version',
@@ -166,6 +177,10 @@ enum SeedExportFunctions {
             v_last bytea;
             v_end bigint;
             v_more boolean;
+            v_issued_token text;
+            v_first_token text;
+            v_issued_receipt text;
+            v_next_token text;
         BEGIN
             IF btrim(p_scope_id) = '' THEN
                 RAISE EXCEPTION 'shared scope_id must not be empty' USING ERRCODE = 'XX000';
@@ -177,6 +192,21 @@ enum SeedExportFunctions {
                 RETURN seedkit_server.seed_invalid_request('portable seed expected row ordinal is invalid')::json;
             END IF;
             v_state := seedkit_server.seed_state_load('synchro.seed_export_state', 'session');
+            -- The tokens this export already issued for this scope, read from the signed session and cursor (both
+            -- bound to this transaction): the manifest's receipt and first page token, and the previous page's next
+            -- token. Each is exactly what seed_receipt / seed_page_token would compute again from the same state,
+            -- which they are computed from only when absent (an ordinal no previous page of this call sequence gave).
+            v_cursor := seedkit_server.seed_state_load('synchro.seed_export_cursor', 'cursor');
+            IF v_cursor ->> 'export_id' = v_state ->> 'export_id' AND v_cursor ->> 'scope_id' = p_scope_id
+                AND (v_cursor ->> 'ordinal')::bigint = p_expected_row_ordinal THEN
+                v_after := decode(v_cursor ->> 'identity', 'hex');
+                v_issued_token := v_cursor ->> 'page_token';
+            END IF;
+            SELECT e ->> 'continuation', CASE WHEN p_expected_row_ordinal = 0 THEN e ->> 'page_token' END
+              INTO v_issued_receipt, v_first_token
+              FROM jsonb_array_elements(v_state -> 'manifest' -> 'portable_scopes') e
+             WHERE e ->> 'id' = p_scope_id COLLATE "C";
+            v_issued_token := coalesce(v_issued_token, v_first_token);
             IF v_state IS NULL THEN
                 RETURN seedkit_server.seed_invalid_request('portable seed export transaction is unavailable')::json;
             ELSIF p_page_token = '' THEN
@@ -193,22 +223,17 @@ enum SeedExportFunctions {
                 RETURN seedkit_server.seed_invalid_request('portable seed scope state is missing')::json;
             ELSIF p_limit <> (v_state ->> 'page_limit')::integer THEN
                 RETURN seedkit_server.seed_invalid_request('portable seed page limit does not match the export')::json;
-            ELSIF NOT seedkit_server.seed_same(p_page_token,
-                      seedkit_server.seed_page_token(v_state, p_scope_id, p_expected_row_ordinal)) THEN
+            ELSIF NOT seedkit_server.seed_same(p_page_token, coalesce(v_issued_token,
+                      seedkit_server.seed_page_token(v_state, p_scope_id, p_expected_row_ordinal))) THEN
                 RETURN seedkit_server.seed_invalid_request('portable seed page token binding is invalid')::json;
-            ELSIF NOT seedkit_server.seed_same(p_continuation_receipt,
-                      seedkit_server.seed_receipt(v_state, p_scope_id)) THEN
+            ELSIF NOT seedkit_server.seed_same(p_continuation_receipt, coalesce(v_issued_receipt,
+                      seedkit_server.seed_receipt(v_state, p_scope_id))) THEN
                 RETURN seedkit_server.seed_invalid_request(
                     'portable seed continuation receipt binding is invalid')::json;
             END IF;
             v_cardinality := (v_state -> 'scopes' -> p_scope_id ->> 'cardinality')::bigint;
             IF p_expected_row_ordinal > 0 AND p_expected_row_ordinal >= v_cardinality THEN
                 RETURN seedkit_server.seed_invalid_request('portable seed page ordinal is outside the export')::json;
-            END IF;
-            v_cursor := seedkit_server.seed_state_load('synchro.seed_export_cursor', 'cursor');
-            IF v_cursor ->> 'export_id' = v_state ->> 'export_id' AND v_cursor ->> 'scope_id' = p_scope_id
-                AND (v_cursor ->> 'ordinal')::bigint = p_expected_row_ordinal THEN
-                v_after := decode(v_cursor ->> 'identity', 'hex');
             END IF;
             -- Each table's key field, spelled as a JSON string once per page.
             -- The page is chosen on membership alone (a live member carries its row digest, layout 3) and each of
@@ -255,14 +280,14 @@ enum SeedExportFunctions {
             v_end := p_expected_row_ordinal + p_limit;
             v_more := v_end < v_cardinality;
             IF v_more THEN
+                v_next_token := seedkit_server.seed_page_token(v_state, p_scope_id, v_end);
                 PERFORM seedkit_server.seed_state_save('synchro.seed_export_cursor', jsonb_build_object(
                     'kind', 'cursor', 'transaction_id', v_state -> 'transaction_id',
                     'export_id', v_state -> 'export_id', 'scope_id', p_scope_id, 'ordinal', v_end,
-                    'identity', encode(v_last, 'hex')));
+                    'identity', encode(v_last, 'hex'), 'page_token', v_next_token));
             END IF;
             RETURN ('{"scope":' || to_json(p_scope_id)::text || ',"records":[' || coalesce(v_records, '')
-                || '],"page_token":' || CASE WHEN v_more
-                    THEN to_json(seedkit_server.seed_page_token(v_state, p_scope_id, v_end))::text ELSE 'null' END
+                || '],"page_token":' || CASE WHEN v_more THEN to_json(v_next_token)::text ELSE 'null' END
                 || ',"has_more":' || CASE WHEN v_more THEN 'true' ELSE 'false' END || '}')::json;
         END
         $f$;

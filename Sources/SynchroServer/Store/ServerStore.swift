@@ -110,6 +110,7 @@ final class ServerStore {
             }
             try SeedExportFunctions.install(store: self, dataset: dataset)
         }
+        try KeptScopeDigests.keep(store: self)
     }
 
     /// Where a PostgreSQL store records its layout version (SQLite's is `PRAGMA user_version`).
