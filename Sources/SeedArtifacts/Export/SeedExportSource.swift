@@ -5,7 +5,8 @@
 /// The reference server's operator routes are one source (``HTTPExportSource``); upstream's PostgreSQL functions
 /// are the other (``PostgresExportSource``), which calls `synchro.synchro_schema_manifest()`,
 /// `synchro_portable_seed_manifest(page_limit)` and `synchro_portable_seed_scope(…)` inside one
-/// `SERIALIZABLE READ ONLY DEFERRABLE` transaction and rewrites jsonb's text to RFC 8785 before returning it.
+/// `SERIALIZABLE READ ONLY DEFERRABLE` transaction; it rewrites a `jsonb` answer's text to RFC 8785 before returning
+/// it, and hands a `json` page that is already in its exact form over unparsed.
 ///
 /// Every export calls ``schemaManifest()`` first (a source that holds a snapshot starts it there), then
 /// ``exportManifest(pageLimit:)``, the pages, and ``finish()`` once every row is read and before anything is
