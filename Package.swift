@@ -94,7 +94,7 @@ let package = Package(
             name: "SeedPipelineTests",
             dependencies: [
                 "SeedPipeline", "SeedSources", "SeedArtifacts", "SynchroProtocol", "SynchroServer", "SQLiteKit",
-                "_SeedkitTestSupport",
+                "PostgresKit", "_SeedkitTestSupport",
             ]),
         .testTarget(
             name: "SeedkitCLITests",
