@@ -107,20 +107,7 @@ struct RebuildSession {
                 .integer(stream.position), .integer(request.limit), .integer(now),
             ])
         let id = try db.lastInsertRowID()
-        try db.cachedStatement("""
-            INSERT INTO rebuild_rows(session_id, identity, table_id, pk, row, server_version, row_digest)
-            SELECT CAST(?1 AS INTEGER), p.identity, p.table_id, p.pk, CAST(NULL AS BLOB), p.server_version, p.row_digest
-            FROM membership m JOIN projection p ON p.identity = m.identity
-            WHERE m.scope_id = ?2 AND p.state = 0
-            ORDER BY m.identity
-            """).run([.integer(id), .text(request.scope)])
-        let staged = Int64(db.changes)
-        // The rows are numbered one after another in identity order (``ServerSchema/rebuildRows(named:)``).
-        let firstStaged = try staged > 0 ? db.lastInsertRowID() - staged + 1 : 0
-        guard try db.cachedStatement(
-            "SELECT count(*) FROM rebuild_rows WHERE staged >= ? AND staged < ? AND session_id = ?"
-        ).scalar([.integer(firstStaged), .integer(firstStaged + staged), .integer(id)])?.integerValue == staged
-        else { throw SyncIntegrityViolation() }
+        let (firstStaged, staged) = try stageLiveRows(of: request.scope, session: id, store: state.store)
         try db.cachedStatement("INSERT INTO rebuild_references(session_id) VALUES (?)").run([.integer(id)])
         let digest = try state.scopeDigests.digest(
             scope: request.scope, manifest: state.manifest, generations: stream.generations, store: state.store,
@@ -137,6 +124,31 @@ struct RebuildSession {
             epoch: client.acceptedWriteEpoch, boundary: stream.position, limit: request.limit, created: now,
             rowCount: digest.cardinality, scopeDigest: digest.digest, firstStaged: firstStaged,
             generations: stream.generations)
+    }
+
+    /// Stages the scope's live materialized rows by reference (`row` NULL) under `session`, numbered one after
+    /// another in ascending row-identity order (the BLOB order of `identity` is `memcmp`, the protocol's order;
+    /// SQLite numbers the rows of one `INSERT … SELECT … ORDER BY` in that order, ``ServerSchema/rebuildRows(named:)``),
+    /// and returns the first staged number and the count, after checking that the run is contiguous. Rebuild
+    /// sessions and seed exports (session `-export_key`, ``SeedExportStaging``) stage alike.
+    static func stageLiveRows(
+        of scope: String, session: Int64, store: ServerStore
+    ) throws -> (first: Int64, count: Int64) {
+        let db = store.db
+        try db.cachedStatement("""
+            INSERT INTO rebuild_rows(session_id, identity, table_id, pk, row, server_version, row_digest)
+            SELECT CAST(?1 AS INTEGER), p.identity, p.table_id, p.pk, CAST(NULL AS BLOB), p.server_version, p.row_digest
+            FROM membership m JOIN projection p ON p.identity = m.identity
+            WHERE m.scope_id = ?2 AND p.state = 0
+            ORDER BY m.identity
+            """).run([.integer(session), .text(scope)])
+        let count = Int64(db.changes)
+        let first = try count > 0 ? db.lastInsertRowID() - count + 1 : 0
+        guard try db.cachedStatement(
+            "SELECT count(*) FROM rebuild_rows WHERE staged >= ? AND staged < ? AND session_id = ?"
+        ).scalar([.integer(first), .integer(first + count), .integer(session)])?.integerValue == count
+        else { throw SyncIntegrityViolation() }
+        return (first, count)
     }
 
     /// Drops the staged rows of expired sessions (and page bodies, which databases written before

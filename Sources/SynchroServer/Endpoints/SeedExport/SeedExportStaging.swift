@@ -71,31 +71,16 @@ enum SeedExportStaging {
             """).run(cutoff)
     }
 
-    /// Stages the scope's live materialized rows by reference, numbered one after another in ascending
-    /// row-identity order (the BLOB order of `identity` is `memcmp`, the protocol's order; SQLite numbers the rows
-    /// of one `INSERT … SELECT … ORDER BY` in that order, ``ServerSchema/rebuildRows(named:)``); returns the scope
-    /// entry with its first staged number.
+    /// Stages the scope's live materialized rows by reference as a rebuild session does
+    /// (``RebuildSession/stageLiveRows(of:session:store:)``); returns the scope entry with its first staged number.
     private static func stageRows(
         of scope: SeedExportScope, export: SeedExport, store: ServerStore
     ) throws -> SeedExportScope {
-        let db = store.db
-        let session = export.stagingSession
-        try db.cachedStatement("""
-            INSERT INTO rebuild_rows(session_id, identity, table_id, pk, row, server_version, row_digest)
-            SELECT CAST(?1 AS INTEGER), p.identity, p.table_id, p.pk, CAST(NULL AS BLOB), p.server_version, p.row_digest
-            FROM membership m JOIN projection p ON p.identity = m.identity
-            WHERE m.scope_id = ?2 AND p.state = 0
-            ORDER BY m.identity
-            """).run([.integer(session), .text(scope.id)])
-        let count = Int64(db.changes)
+        let (first, count) = try RebuildSession.stageLiveRows(
+            of: scope.id, session: export.stagingSession, store: store)
         // The digest was computed from the same rows in this transaction; a different count means
         // the materialized state is inconsistent, and no export may be published from it.
         guard count == scope.rowCount else { throw SyncIntegrityViolation() }
-        let first = try count > 0 ? db.lastInsertRowID() - count + 1 : 0
-        guard try db.cachedStatement(
-            "SELECT count(*) FROM rebuild_rows WHERE staged >= ? AND staged < ? AND session_id = ?"
-        ).scalar([.integer(first), .integer(first + count), .integer(session)])?.integerValue == count
-        else { throw SyncIntegrityViolation() }
         return SeedExportScope(id: scope.id, rowCount: scope.rowCount, digest: scope.digest, firstStaged: first)
     }
 
